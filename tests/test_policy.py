@@ -37,6 +37,17 @@ def test_tokenizer_and_chat_template(tiny):
     assert tok.decode(ids) == text  # byte-level BPE round-trips
 
 
+def test_tokenizer_keeps_hyphenated_words_whole_and_round_trips():
+    texts = ["Prioritize budget-friendly picks; anything low-cost fits you well.",
+             "I like old-school films, and well-known ones too!", "Spent 12 dollars on it.\n\nOK"] * 20
+    tok = pol.train_tokenizer(texts, 400, 256)
+    pieces = tok.convert_ids_to_tokens(tok(texts[0], add_special_tokens=False)["input_ids"])
+    assert "Ġbudget-friendly" in pieces and "Ġlow-cost" in pieces  # one token each, not "-friendly" pieces
+    for t in texts[:3] + ["Unseen wörds – and symbols: ∑ 42.", "  two  spaces\tand tab"]:
+        ids = tok(t, add_special_tokens=False)["input_ids"]
+        assert tok.decode(ids) == t  # still byte-level: any text round-trips
+
+
 def test_gumbel_sampler_matches_softmax_and_top_p():
     logits = torch.tensor([[2.0, 1.0, 0.0, -1.0, 0.5]])
     n = 20000

@@ -9,9 +9,10 @@ results do not depend on batch size, shard layout or the order of the prompts.
 vLLM (`generate_answers_vllm`) is an optional backend, imported only when selected.
 
 `train_demo_policy` builds the demo policy: a byte-level BPE tokenizer trained on the demo
-train texts, a tiny Llama trained from scratch with trl's SFTTrainer on (a) the train questions
-with BOTH the chosen and the rejected answer (so the base policy is about half personalized and
-BoN/PPO have headroom) and (b) pairwise-judge examples built from the train pairs in both orders
+train texts (hyphenated words kept whole, so a preference word such as "budget-friendly" is one
+token the policy can copy from the profile), a small Llama trained from scratch with trl's
+SFTTrainer on (a) the train questions with BOTH the chosen and the rejected answer (so the base
+policy follows the user only part of the time and BoN/PPO have headroom) and (b) pairwise-judge examples built from the train pairs in both orders
 (target "Result: A" / "Result: B"), plus pairs against the fixed reference answer the pairwise
 RM compares with, so the `policy_judge` RM built from this policy is a real, if weak, judge.
 """
@@ -197,13 +198,22 @@ def generate_answers_vllm(path: str, prompts: Sequence[dict], n: int = 1, temper
 # ---------------------------------------------------------------------------------------------
 # The demo policy
 # ---------------------------------------------------------------------------------------------
+WORD_SPLIT = r" ?[A-Za-z][A-Za-z'\-]*| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+"
+
+
 def train_tokenizer(texts: Sequence[str], vocab_size: int, model_max_length: int = 1024):
     """Byte-level BPE (tokenizers library) wrapped as a PreTrainedTokenizerFast with chat template."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     core = Tokenizer(models.BPE())
-    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    # GPT-2-style word split, except that hyphenated words stay whole ("budget-friendly" is one
+    # pre-token, so BPE can give it one token): the demo policy then copies a preference word
+    # from the profile as one token instead of recombining "-friendly"/"-based" fragments.
+    core.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(WORD_SPLIT), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
     core.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[PAD, EOS, BOT], show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
