@@ -27,7 +27,7 @@ rule train_demo_rm:
     benchmark:
         "benchmarks_out/models/train_demo_rm_{rm}.tsv"
     threads: 2
-    priority: 10  # models first: every downstream job waits on them (shortest demo wall time)
+    priority: 10  # a hint: when both are ready, train models before downstream jobs
     resources:
         mem_mb=CPU_MEM_MB if DEMO else mem_mb_for(0.1, train=True),
         runtime=30,

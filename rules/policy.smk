@@ -19,7 +19,7 @@ rule train_demo_policy:
     benchmark:
         "benchmarks_out/models/train_demo_policy_{policy}.tsv"
     threads: 2
-    priority: 10  # models first: every downstream job waits on them
+    priority: 10  # a hint: when both are ready, train models before downstream jobs
     resources:
         mem_mb=CPU_MEM_MB if DEMO else mem_mb_for(0.1, train=True),
         runtime=30,

@@ -8,13 +8,14 @@ left padding). `generate_answers` renders the paper's policy prompt (question + 
 results do not depend on batch size, shard layout or the order of the prompts.
 vLLM (`generate_answers_vllm`) is an optional backend, imported only when selected.
 
-`train_demo_policy` builds the demo policy: a byte-level BPE tokenizer trained on the demo
-train texts (hyphenated words kept whole, so a preference word such as "budget-friendly" is one
-token the policy can copy from the profile), a small Llama trained from scratch with trl's
-SFTTrainer on (a) the train questions with BOTH the chosen and the rejected answer (so the base
-policy follows the user only part of the time and BoN/PPO have headroom) and (b) pairwise-judge examples built from the train pairs in both orders
-(target "Result: A" / "Result: B"), plus pairs against the fixed reference answer the pairwise
-RM compares with, so the `policy_judge` RM built from this policy is a real, if weak, judge.
+`train_demo_policy` builds the demo policy: a byte-level BPE tokenizer trained on the demo train
+texts (hyphenated words kept whole, so a preference word such as "budget-friendly" is one token
+the policy can copy from the profile), a small Llama trained from scratch with trl's SFTTrainer
+on (a) the train questions with BOTH the chosen and the rejected answer (so the base policy
+follows the user only part of the time and BoN/PPO have headroom) and (b) pairwise-judge
+examples built from the train pairs in both orders (target "Result: A" / "Result: B"), plus
+pairs against the fixed reference answer the pairwise RM compares with, so the `policy_judge` RM
+built from this policy is a real, if weak, judge.
 """
 from __future__ import annotations
 
