@@ -18,6 +18,7 @@ from ..batching import collate, fixed_size_batches, length_bucketed_batches, run
 from ..prompts import ScoreRequest
 from .base import RewardModel, ScoreOutput
 from .inputs import fit_profile, load_model_and_tokenizer, load_options
+from .prefix import PrefixScorer, common_prefix_len, unsupported_reason
 
 log = logging.getLogger("prbench.rms.classifier")
 
@@ -46,6 +47,7 @@ class ClassifierEncoder:
         self.pair_mode = not bool(getattr(tokenizer, "chat_template", None))
         self.n_truncated = 0
         self.n_posts_dropped = 0
+        self._prompt_cache: dict[tuple, list[int]] = {}
 
     def _posts(self, req: ScoreRequest) -> list[str]:
         if not self.use_profile:
@@ -57,6 +59,20 @@ class ClassifierEncoder:
         r = ScoreRequest(req.question, req.answer, tuple(posts[:k]))
         text = prompts.render_chat(self.tok, prompts.rm_messages(r, self.use_profile, None))
         return self.tok(text, add_special_tokens=False, verbose=False)["input_ids"]
+
+    def _prompt_ids(self, req: ScoreRequest, posts: list[str], k: int) -> list[int]:
+        """Token ids of the chat up to the start of the answer (shared by every answer to the
+        same prompt; rms/prefix.py runs them once). Cached per (question, posts)."""
+        key = (req.question, tuple(posts[:k]))
+        ids = self._prompt_cache.get(key)
+        if ids is None:
+            user = prompts.rm_messages(ScoreRequest(req.question, "", tuple(posts[:k])), self.use_profile, None)[:1]
+            text = prompts.render_chat(self.tok, user, add_generation_prompt=True)
+            ids = self.tok(text, add_special_tokens=False, verbose=False)["input_ids"]
+            if len(self._prompt_cache) > 4096:
+                self._prompt_cache.clear()
+            self._prompt_cache[key] = ids
+        return ids
 
     def _pair_enc(self, req: ScoreRequest, posts: list[str], k: int, truncate: bool = False) -> dict:
         first = prompts.user_turn(req.question, posts[:k], self.use_profile)
@@ -81,6 +97,7 @@ class ClassifierEncoder:
         else:
             ids, k, too_long = fit_profile(lambda k: self._chat_ids(req, posts, k), len(posts), self.max_length)
             feat = {"input_ids": ids[: self.max_length]}
+            feat["prefix_len"] = common_prefix_len(feat["input_ids"], self._prompt_ids(req, posts, k))
         self.n_posts_dropped += len(posts) - k
         self.n_truncated += int(too_long)
         return feat
@@ -111,6 +128,28 @@ class ClassifierRM(RewardModel):
         self.progress = bool(spec.get("progress", True))
         self.encoder = ClassifierEncoder(tokenizer, self.use_profile, self.top_k, self.max_length)
         self.n_scored = 0
+        self.prefix = self._prefix_scorer(bool(spec.get("prefix_cache", True)))
+
+    def _prefix_scorer(self, wanted: bool) -> PrefixScorer | None:
+        """Shared-prompt caching (rms/prefix.py) for decoder classifiers; None = full sequences."""
+        if not wanted:
+            return None
+        why = "text-pair encoder" if self.encoder.pair_mode else unsupported_reason(self.model)
+        if why:
+            log.info("RM %s: prefix caching off, full-sequence scoring (%s)", self.name, why)
+            return None
+        log.info("RM %s: prefix-cached scoring (each shared prompt runs once)", self.name)
+        return PrefixScorer(self.model, self.model.config.pad_token_id, self._finish, self.device,
+                            self.max_tokens_per_batch, self.max_batch_size)
+
+    @staticmethod
+    def _finish(logits) -> np.ndarray:
+        """Head logits (B, C) -> scores: the single logit, or the softmax probability of the last class."""
+        import torch
+
+        if logits.shape[-1] == 1:
+            return logits[:, 0].cpu().numpy()
+        return torch.softmax(logits, dim=-1)[:, -1].cpu().numpy()
 
     def encode(self, requests: Sequence[ScoreRequest]) -> list[dict]:
         return [self.encoder.encode(r) for r in requests]
@@ -122,11 +161,15 @@ class ClassifierRM(RewardModel):
         batch = {k: v.to(self.device) for k, v in batch.items()}
         with torch.inference_mode():
             logits = self.model(**batch).logits.float()
-        if logits.shape[-1] == 1:
-            return logits[:, 0].cpu().numpy()
-        return torch.softmax(logits, dim=-1)[:, -1].cpu().numpy()
+        return self._finish(logits)
 
     def score_features(self, feats: list[dict]) -> np.ndarray:
+        if self.prefix is not None and not self.fixed_batch_size and feats and "prefix_len" in feats[0]:
+            return self.prefix.score(feats)
+        return self.score_full(feats)
+
+    def score_full(self, feats: list[dict]) -> np.ndarray:
+        """Every feature as one full sequence (the reference path; encoders always take it)."""
         lengths = [len(f["input_ids"]) for f in feats]
         if self.fixed_batch_size:
             batches = fixed_size_batches(len(feats), self.fixed_batch_size)
@@ -146,4 +189,7 @@ class ClassifierRM(RewardModel):
     def diagnostics(self) -> dict:
         return {"kind": self.kind, "scored": self.n_scored, "max_length": self.max_length,
                 "truncated_inputs": self.encoder.n_truncated, "profile_posts_dropped": self.encoder.n_posts_dropped,
-                "input_format": "text_pair" if self.encoder.pair_mode else "chat_template"}
+                "input_format": "text_pair" if self.encoder.pair_mode else "chat_template",
+                "prefix_cache": self.prefix is not None,
+                **({"prefix_groups": self.prefix.groups, "prefix_tokens": self.prefix.prefix_tokens,
+                    "continuation_tokens": self.prefix.continuation_tokens} if self.prefix is not None else {})}
