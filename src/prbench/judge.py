@@ -30,6 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .generation import generation_config, neutralize, vllm_sampling_kwargs
 from .models import auto_device, auto_dtype, resolve_model_ref
 from .seeding import stable_seed
 
@@ -160,6 +161,7 @@ class TransformersJudge(_LLMJudge):
                 path, dtype=auto_dtype(dtype, self.device), trust_remote_code=trust_remote_code,
                 use_safetensors=use_safetensors).to(self.device)
         model.eval()
+        neutralize(model)  # greedy means greedy: the model's generation_config.json is ignored
         self.model, self.tokenizer = model, tokenizer
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
@@ -177,14 +179,15 @@ class TransformersJudge(_LLMJudge):
             idx = order[b:b + self.batch_size]
             enc = self.tokenizer([prompts[i] for i in idx], return_tensors="pt", padding=True,
                                  add_special_tokens=False).to(self.device)
-            kw = dict(max_new_tokens=self.max_new_tokens, pad_token_id=self.tokenizer.pad_token_id)
+            kw = dict(max_new_tokens=self.max_new_tokens, pad_token_id=self.tokenizer.pad_token_id,
+                      eos_token_id=self.model.generation_config.eos_token_id or self.tokenizer.eos_token_id)
             if attempt == 0:
-                kw.update(do_sample=False)
+                cfg = generation_config(do_sample=False, **kw)
             else:
                 torch.manual_seed(seeds[idx[0]])  # seeded retry, deterministic per batch
-                kw.update(do_sample=True, temperature=0.7, top_p=0.95)
+                cfg = generation_config(do_sample=True, temperature=0.7, top_p=0.95, **kw)
             with torch.no_grad():
-                gen = self.model.generate(**enc, **kw)
+                gen = self.model.generate(**enc, generation_config=cfg)
             dec = self.tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
             for i, t in zip(idx, dec):
                 texts[i] = t
@@ -209,9 +212,9 @@ class VLLMJudge(_LLMJudge):
         from vllm import SamplingParams
 
         if attempt == 0:
-            params = [SamplingParams(temperature=0.0, max_tokens=self.max_new_tokens) for _ in prompts]
+            params = [SamplingParams(max_tokens=self.max_new_tokens, **vllm_sampling_kwargs(0.0, 1.0)) for _ in prompts]
         else:
-            params = [SamplingParams(temperature=0.7, top_p=0.95, max_tokens=self.max_new_tokens, seed=s)
+            params = [SamplingParams(max_tokens=self.max_new_tokens, seed=s, **vllm_sampling_kwargs(0.7, 0.95))
                       for s in seeds]
         outs = self.llm.generate(prompts, params, use_tqdm=False)
         return [o.outputs[0].text for o in outs]

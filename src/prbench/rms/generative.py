@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import prompts
+from ..generation import generation_config, neutralize
 from ..batching import collate, length_bucketed_batches, run_batched
 from ..prompts import PairRequest, ScoreRequest
 from ..seeding import stable_seed
@@ -108,15 +109,14 @@ class _GenerativeRM(RewardModel):
     # ---- generation ------------------------------------------------------------------------
     def _generate(self, prompt_ids: list[list[int]], desc: str) -> list[str]:
         import torch
-        from transformers import GenerationConfig
 
         if not prompt_ids:
             return []
         tok = self.tokenizer
         eos = self.model.generation_config.eos_token_id if self.model.generation_config else None
-        gen_cfg = GenerationConfig(max_new_tokens=self.max_new_tokens, do_sample=False,
-                                   pad_token_id=tok.pad_token_id,
-                                   eos_token_id=eos if eos is not None else tok.eos_token_id)
+        neutralize(self.model)
+        gen_cfg = generation_config(max_new_tokens=self.max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id,
+                                    eos_token_id=eos if eos is not None else tok.eos_token_id)
         feats = [{"input_ids": ids} for ids in prompt_ids]
         lengths = [len(ids) + self.max_new_tokens for ids in prompt_ids]
         batches = length_bucketed_batches(lengths, self.max_tokens_per_batch, self.max_batch_size)
