@@ -27,7 +27,7 @@ from ..prompts import PairRequest, ScoreRequest
 from ..seeding import stable_seed
 from .base import CompareOutput, RewardModel, ScoreOutput
 from .classifier import effective_max_length
-from .inputs import fit_profile, load_model_and_tokenizer, load_options
+from .inputs import fit_profile, load_model_and_tokenizer, load_options, model_device, place_model
 
 log = logging.getLogger("prbench.rms.generative")
 
@@ -70,9 +70,10 @@ class _GenerativeRM(RewardModel):
         if not getattr(tokenizer, "chat_template", None):
             log.warning("RM %s: tokenizer has no chat template; using the plain 'role: content' fallback", self.name)
         self.tokenizer = tokenizer
-        self.model = model.to(self.device).eval()
+        self.model = place_model(model, opts, spec).eval()
+        self.device = model_device(self.model, self.device)
         self.max_new_tokens = int(spec.get("max_new_tokens", 16))
-        self.max_length = effective_max_length(tokenizer, spec.get("max_length"))
+        self.max_length = effective_max_length(tokenizer, spec.get("max_length"), model)
         n_pos = getattr(model.config, "max_position_embeddings", None)
         if n_pos and self.max_length + self.max_new_tokens > n_pos:  # prompt + reply must fit the positions
             self.max_length = max(1, int(n_pos) - self.max_new_tokens)
