@@ -109,7 +109,7 @@ def test_armorm_style_score_equals_its_score_output(replicas):
     card = []
     for r in reqs:  # the model card: one unpadded conversation, read `.score`
         ids = tok.apply_chat_template(prompts.rm_messages(r, True), return_tensors="pt", return_dict=True)["input_ids"]
-        card.append(float(model(ids).score.float()[0]))
+        card.append(float(model(ids).score.detach().float()[0]))
     np.testing.assert_allclose(ours, card, rtol=0, atol=1e-5)
 
 
@@ -282,3 +282,33 @@ def test_multi_gpu_loads_spread_the_model(replicas, monkeypatch):
                             {"name": "big", "device": "cuda", "dtype": "float32"})
     assert seen["device_map"] == "auto" and seen["max_memory"] == {0: "72GiB", 1: "72GiB"}
     assert model is not None
+
+
+def test_judge_spreads_over_gpus_and_vllm_takes_the_job_gpus(replicas, monkeypatch):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from prbench.judge import TransformersJudge
+    from prbench.models import vllm_engine_kwargs
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    assert vllm_engine_kwargs({}) == {"tensor_parallel_size": 4, "gpu_memory_utilization": 0.9}
+    assert vllm_engine_kwargs({"tensor_parallel_size": 2, "max_model_len": 16384, "gpu_memory_utilization": 0.8}) == {
+        "tensor_parallel_size": 2, "gpu_memory_utilization": 0.8, "max_model_len": 16384}
+
+    class Props:
+        total_memory = 40 * 2**30
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: Props())
+    seen = {}
+    real = AutoModelForCausalLM.from_pretrained.__func__
+
+    def spy(cls, path, **kwargs):
+        seen.update(kwargs)
+        kwargs.pop("device_map"), kwargs.pop("max_memory")
+        return real(cls, path, **kwargs)
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", classmethod(spy))
+    judge = TransformersJudge(str(replicas["qwen25"]), device="cuda", dtype="float32")
+    assert seen["device_map"] == "auto" and seen["max_memory"] == {i: "36GiB" for i in range(4)}
+    assert judge.device == "cpu"  # inputs go where the (here: CPU-loaded) embeddings are

@@ -31,7 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from .generation import generation_config, neutralize, vllm_sampling_kwargs
-from .models import auto_device, auto_dtype, resolve_model_ref
+from .models import auto_device, auto_dtype, multi_gpu_kwargs, resolve_model_ref, vllm_engine_kwargs
 from .seeding import stable_seed
 
 log = logging.getLogger("prbench.judge")
@@ -157,9 +157,14 @@ class TransformersJudge(_LLMJudge):
         path = resolve_model_ref(model_ref)
         if model is None:
             tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+            spread = multi_gpu_kwargs(self.device)  # a 32B judge over the job's GPUs (device_map="auto")
             model = AutoModelForCausalLM.from_pretrained(
                 path, dtype=auto_dtype(dtype, self.device), trust_remote_code=trust_remote_code,
-                use_safetensors=use_safetensors).to(self.device)
+                use_safetensors=use_safetensors, **spread)
+            if not spread:
+                model = model.to(self.device)
+            else:
+                self.device = str(model.get_input_embeddings().weight.device)
         model.eval()
         neutralize(model)  # greedy means greedy: the model's generation_config.json is ignored
         self.model, self.tokenizer = model, tokenizer
@@ -196,14 +201,14 @@ class TransformersJudge(_LLMJudge):
 
 class VLLMJudge(_LLMJudge):
     def __init__(self, model_ref: str, max_new_tokens: int = 256, retries: int = 1, seed: int = 0,
-                 trust_remote_code: bool = False, dtype: str = "auto", **_):
+                 trust_remote_code: bool = False, dtype: str = "auto", engine: dict | None = None, **_):
         try:
             from vllm import LLM
         except ImportError as exc:  # pragma: no cover - optional dependency
             raise ImportError("config key judge.backend: 'vllm' selected but vllm is not installed "
                               "(pip install 'prbench[vllm]')") from exc
         self.llm = LLM(model=resolve_model_ref(model_ref), trust_remote_code=trust_remote_code,
-                       dtype=dtype if dtype != "auto" else "auto", seed=seed)
+                       dtype=dtype if dtype != "auto" else "auto", seed=seed, **(engine or {}))
         self.tokenizer = self.llm.get_tokenizer()
         self.max_new_tokens, self.retries, self.seed = max_new_tokens, retries, seed
         self.judge_id = f"vllm:{model_ref}:{_RUBRIC_HASH}:{max_new_tokens}:{retries}:{seed}"
@@ -368,7 +373,7 @@ def load_judge(judge_cfg: dict, seed: int) -> RubricJudge:
         return TransformersJudge(model, batch_size=int(judge_cfg.get("batch_size", 16)),
                                  device=judge_cfg.get("device", "auto"), **common)
     if backend == "vllm":
-        return VLLMJudge(model, **common)
+        return VLLMJudge(model, engine=vllm_engine_kwargs(judge_cfg), **common)
     if backend == "minilm":
         cal = judge_cfg.get("calibration", DEFAULT_CALIBRATION)
         if isinstance(cal, (str, Path)):

@@ -28,7 +28,7 @@ from typing import Sequence
 
 from . import prompts as P
 from .generation import generation_config, neutralize, vllm_sampling_kwargs
-from .models import auto_device, auto_dtype, resolve_model_ref
+from .models import auto_device, auto_dtype, resolve_model_ref, vllm_engine_kwargs
 from .seeding import seed_everything, stable_seed
 
 log = logging.getLogger("prbench.policy")
@@ -194,14 +194,15 @@ def generate_answers(model, tokenizer, prompts: Sequence[dict], n: int = 1, temp
 def generate_answers_vllm(path: str, prompts: Sequence[dict], n: int = 1, temperature: float = 1.0,
                           top_p: float = 1.0, max_new_tokens: int = 64, seed: int = 0,
                           trust_remote_code: bool = False, greedy: bool = False, top_k: int = 0,
-                          repetition_penalty: float = 1.0) -> list[list[str]]:
+                          repetition_penalty: float = 1.0, engine: dict | None = None) -> list[list[str]]:
     """Optional vLLM backend (config bon.backend: vllm); seeded per question."""
     try:
         from vllm import LLM, SamplingParams
     except ImportError as exc:  # pragma: no cover - optional dependency
         raise ImportError("config key bon.backend: 'vllm' selected but vllm is not installed "
                           "(pip install 'prbench[vllm]')") from exc
-    llm = LLM(model=resolve_model_ref(str(path)), trust_remote_code=trust_remote_code, seed=seed)  # pragma: no cover
+    llm = LLM(model=resolve_model_ref(str(path)), trust_remote_code=trust_remote_code, seed=seed,
+              **vllm_engine_kwargs(engine))  # pragma: no cover
     tok = llm.get_tokenizer()  # pragma: no cover
     texts = [policy_prompt(tok, r) for r in prompts]  # pragma: no cover
     sampling = vllm_sampling_kwargs(0.0 if greedy else temperature, top_p, top_k, repetition_penalty)
