@@ -67,6 +67,8 @@ def generation_config(*, max_new_tokens: int, do_sample: bool, pad_token_id=None
                   top_p=float(top_p), top_k=int(top_k), repetition_penalty=float(repetition_penalty),
                   pad_token_id=pad_token_id, eos_token_id=eos_token_id)
     fields.update(extra)
+    if not do_sample:  # greedy: the sampling filters do not apply (transformers warns on a non-default top_k)
+        fields.pop("top_k")
     cfg = GenerationConfig(**{k: v for k, v in fields.items() if v is not None})
     # None-valued fields must stay None *explicitly*: GenerationConfig() leaves them None, and
     # neutralize() makes sure the model's config has nothing to fill them with.
