@@ -5,7 +5,8 @@ scoring stage) on the personalized benchmark overall and per subset, and on each
 and per section, read from ``results/scores/{rm}/{bench}.pairs.jsonl``.
 
 Downstream measures (per RM and policy): BoN mean judge score and win rate against a random
-sample at each k, for both estimators (``expected`` is the primary one, ``first_k`` is kept),
+sample at each k, for every estimator (``expected`` is the primary one; ``first_k`` is the authors' rule, ties to the
+earliest sample; ``first_k_tieavg`` averages over RM-score ties),
 the area under each BoN curve over log2 k (normalised by the log2 k range, so it is the curve's
 average height), and PPO mean judge score and win rate against the base policy (ties count half
 in both win rates), read from ``results/bon/{policy}/curves/{rm}.csv`` and
@@ -249,9 +250,9 @@ def _bench_order(key: dict):
 
 
 def _down_order(key: dict):
-    est_rank = {"expected": 0, "first_k": 1}
+    est_rank = {"expected": 0, "first_k": 1, "first_k_tieavg": 2}
     k = key["k"] if key["k"] is not None else 10**9
-    return (key["downstream"] != "bon", key["policy"], est_rank.get(key["estimator"], 2), key["measure"], k)
+    return (key["downstream"] != "bon", key["policy"], est_rank.get(key["estimator"], 3), key["measure"], k)
 
 
 # ---- analysis ----------------------------------------------------------------------------------
