@@ -1,7 +1,7 @@
 """Which benchmark predicts downstream quality? Rank correlations across RMs, with a question bootstrap.
 
-Benchmark scores (per RM): accuracy (correct / pairs; ties and failures count as wrong, as in the
-scoring stage) on the personalized benchmark overall and per subset, and on each baseline overall
+Benchmark scores (per RM): accuracy (mean pair credit, as in the scoring stage: strict
+chosen > rejected for pointwise RMs, the judge's preference for pairwise ones) on the personalized benchmark overall and per subset, and on each baseline overall
 and per section, read from ``results/scores/{rm}/{bench}.pairs.jsonl``.
 
 Downstream measures (per RM and policy): BoN mean judge score and win rate against a random
@@ -165,7 +165,7 @@ def collect(
         for lineno, row in enumerate(iter_jsonl(path), 1):
             _require(row, PAIR_FIELDS, path, lineno)
             u = units.add(str(row["question_id"]), str(row["subset"]))
-            c = 1.0 if row["correct"] is True else 0.0
+            c = float(row["credit"]) if row.get("credit") is not None else (1.0 if row["correct"] is True else 0.0)
             failures += bool(row.get("failure"))
             ties += bool(row.get("tie"))
             n += 1
