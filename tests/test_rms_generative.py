@@ -160,3 +160,22 @@ def test_pairwise_score_is_a_round_robin_with_signal(lm_a, pairs, monkeypatch):
     lone = rm.score([ScoreRequest(q, "dddd", prof), ScoreRequest("other", "x", ())])
     assert lone.scores[0] == 1.0  # "dddd" beats its reference "ccc"
     assert lone.scores[1] == 0.0  # no reference: the fixed "I don't know." (longer than "x") wins
+
+
+def test_pairwise_score_circulant_tournament(lm_a, monkeypatch):
+    from prbench.rms.base import CompareOutput
+
+    rm = _rm(lm_a, "generative_pairwise", score_opponents=1)
+    calls = []
+
+    def compare(prs):
+        calls.append(len(prs))
+        return CompareOutput(prefs=np.array([1.0 if len(p.chosen) > len(p.rejected) else 0.0 for p in prs]),
+                             failures=0, details=None)
+
+    monkeypatch.setattr(rm, "compare", compare)
+    answers = ["x" * (i + 1) for i in range(6)]
+    out = rm.score([ScoreRequest("q", a, ()) for a in answers])
+    assert calls == [6]  # n * m unordered pairs, not n (n - 1) / 2 = 15
+    assert out.scores[-1] == 1.0 and out.scores[0] == 0.0  # the longest wins every game, the shortest none
+    assert np.all((out.scores >= 0) & (out.scores <= 1))

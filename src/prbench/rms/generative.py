@@ -11,7 +11,8 @@
   parse failures are reported beside it.
   `score()` (BoN / PPO scorer): answers to the same (question, profile) are compared with each
   other in a seeded round-robin (every unordered pair once, cached, counted) and each answer's
-  score is its mean preference against the others (its Copeland/Borda win rate, 0..1). An answer
+  score is its mean preference against the others (its Copeland/Borda win rate, 0..1); with
+  `score_opponents: m` each answer meets only 2m seeded opponents (a circulant tournament). An answer
   with no sibling is compared with `reference_answers[(question, profile)]` when one was set
   (`set_reference_answers`, e.g. the base policy's answer to the same prompt), else with the fixed
   `reference_answer` (default "I don't know."; little signal, logged as a warning).
@@ -174,6 +175,8 @@ class GenerativePairwiseRM(_GenerativeRM):
         self.reference_answers: dict = {}
         self._score_cache: dict = {}
         self.n_score_comparisons = 0
+        m = spec.get("score_opponents")
+        self.score_opponents = None if m is None else int(m)
 
     def chosen_first(self, pair: PairRequest) -> bool:
         """The seeded order of a pair (config seed + the pair's texts)."""
@@ -222,6 +225,18 @@ class GenerativePairwiseRM(_GenerativeRM):
         """{(question, profile tuple): answer} to compare lone answers with in `score()`."""
         self.reference_answers = {(q, tuple(p)): a for (q, p), a in answers.items()}
 
+    def _schedule(self, idx: list[int], q: str, prof: tuple) -> list[tuple[int, int]]:
+        """Unordered pairs to judge among sibling answers: all of them (round-robin) unless
+        `score_opponents` m is set and 2m < n - 1; then a seeded circulant tournament: in a seeded
+        permutation each answer meets the m answers after it (and so the m before it)."""
+        n = len(idx)
+        m = self.score_opponents
+        if m is None or 2 * m >= n - 1:
+            return [(idx[a], idx[b]) for a in range(n) for b in range(a + 1, n)]
+        rng = np.random.default_rng(stable_seed(self.seed, "round-robin", q, "\x1e".join(prof)))
+        perm = [idx[t] for t in rng.permutation(n)]
+        return [(perm[t], perm[(t + d) % n]) for t in range(n) for d in range(1, m + 1)]
+
     def _prefs_cached(self, pairs: list[tuple[str, tuple, str, str]]) -> list[float]:
         """P(first answer preferred) for (question, profile, a, b) tuples; each unordered pair is
         judged once per RM instance (cache), identical answers are a tie without a call."""
@@ -269,10 +284,9 @@ class GenerativePairwiseRM(_GenerativeRM):
                     lone_fixed += 1
                 jobs.append((idx[0], (q, prof, requests[idx[0]].answer, ref)))
                 continue
-            for i in idx:
-                for j in idx:
-                    if i != j:
-                        jobs.append((i, (q, prof, requests[i].answer, requests[j].answer)))
+            for i, j in self._schedule(idx, q, prof):
+                jobs.append((i, (q, prof, requests[i].answer, requests[j].answer)))
+                jobs.append((j, (q, prof, requests[j].answer, requests[i].answer)))
         if lone_fixed:
             log.warning("RM %s: %d answers without siblings or a reference answer compared with the fixed "
                         "answer %r (little signal)", self.name, lone_fixed, self.reference_answer)
