@@ -27,6 +27,8 @@ import numpy as np
 from .io import iter_jsonl, read_json, write_csv, write_json, write_jsonl
 from .prompts import PairRequest, ScoreRequest
 from .seeding import stable_seed
+from .official import KINDS as OFFICIAL_KINDS
+from .official import official_stats
 from .stats import bootstrap_ci
 
 log = logging.getLogger("prbench.scoring")
@@ -155,7 +157,8 @@ def summarize(results: Sequence[dict], rm_name: str, bench: str, n_boot: int, se
 
 
 def score_benchmark(bench_path: str | Path, spec: dict, pairs_out: str | Path, acc_out: str | Path,
-                    bench: str, seed: int = 0, scoring: dict | None = None, rm=None) -> dict:
+                    bench: str, seed: int = 0, scoring: dict | None = None, rm=None,
+                    bench_kind: str | None = None) -> dict:
     """Score one benchmark with one RM; write the per-pair jsonl and the accuracy JSON."""
     from .rms import load_reward_model
 
@@ -172,6 +175,13 @@ def score_benchmark(bench_path: str | Path, spec: dict, pairs_out: str | Path, a
     results, info = score_pairs(rm, rows)
     info["seconds"] = round(time.perf_counter() - t0, 3)
     summary = summarize(results, spec.get("name", rm.name), bench, int(scoring.get("bootstrap", 1000)), seed)
+    if bench_kind in OFFICIAL_KINDS:
+        summary["official"] = official_stats(bench_kind, results, int(scoring.get("bootstrap", 1000)),
+                                             stable_seed(seed, summary["rm"], bench, "official"))
+        left = summary["official"].pop("_left_out")
+        if left:
+            log.warning("official %s score leaves out pairs of unknown subsets: %s", bench_kind, left)
+        log.info("official %s score %.4f", bench_kind, summary["official"]["overall"]["accuracy"])
     summary["scoring"] = info
     summary["diagnostics"] = rm.diagnostics()
     o = summary["overall"]
@@ -189,6 +199,8 @@ def accuracy_rows(summary: dict) -> list[dict]:
     rows = []
     base = {"rm": summary["rm"], "benchmark": summary["benchmark"]}
     rows.append({**base, "level": "overall", "group": "all", **_stats_cols(summary["overall"])})
+    for g, st in summary.get("official", {}).items():
+        rows.append({**base, "level": "official", "group": "all" if g == "overall" else g, **_stats_cols(st)})
     for level in LEVELS:
         for g, st in summary.get(level, {}).items():
             rows.append({**base, "level": level, "group": g, **_stats_cols(st)})
@@ -201,7 +213,10 @@ def _stats_cols(st: dict) -> dict:
 
 
 def accuracy_table(acc_paths: Sequence[str | Path], out_csv: str | Path):
-    """The tidy `benchmark_accuracy.csv`: one row per (rm, benchmark, level, group)."""
+    """The tidy `benchmark_accuracy.csv`: one row per (rm, benchmark, level, group).
+
+    Levels: `overall` (mean pair credit), `official` (baselines only: the benchmark's own headline
+    score, `prbench.official`; group `all` = overall, else section or domain), `section`, `subset`."""
     import pandas as pd
 
     rows = []
@@ -212,7 +227,7 @@ def accuracy_table(acc_paths: Sequence[str | Path], out_csv: str | Path):
                 raise ValueError(f"{p}: accuracy JSON lacks {key!r}")
         rows.extend(accuracy_rows(summary))
     df = pd.DataFrame(rows, columns=TABLE_COLUMNS)
-    level_order = {"overall": 0, "section": 1, "subset": 2}
+    level_order = {"overall": 0, "official": 1, "section": 2, "subset": 3}
     df = df.assign(_lv=df["level"].map(level_order)).sort_values(["benchmark", "_lv", "group", "rm"]).drop(columns="_lv")
     write_csv(out_csv, df)
     return df
