@@ -3,6 +3,7 @@ correlation_inputs.csv with scipy, sklearn and an independent RBO gives the same
 included; constant inputs give NaN. Runs the real stage (run_correlations) on synthetic files
 whose BoN first_k k=1 values are equal across RMs (every RM picks sample 0) and where two RMs
 tie at k=2 up to floating-point noise."""
+import json
 import math
 import sys
 from pathlib import Path
@@ -54,9 +55,21 @@ def outputs(tmp_path_factory):
             k2 = fk & (df.k == 2)
             df.loc[k2, "judge_score"] = 1.1 + (1e-15 if i == 1 else 0.0)
         df.to_csv(path, index=False)
+    real = {"chat-sub": ["alpacaeval-easy", "mt-bench-med"], "chat_hard-sub": ["llmbar-natural"],
+            "safety-sub": ["donotanswer", "xstest-should-respond"], "reasoning-sub": ["math-prm", "hep-go"]}
+    for _, bench, path in w["pair_files"]:  # RewardBench's real subset names: the official score applies
+        if bench == "general":
+            rows = [json.loads(ln) for ln in Path(path).read_text().splitlines()]
+            seen = {}
+            for r in rows:
+                names = real[r["subset"]]
+                j = seen[r["subset"]] = seen.get(r["subset"], -1) + 1
+                r["subset"] = names[j % len(names)]
+            Path(path).write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = root / "out"
     run_correlations(w["rms"], w["pair_files"], w["bon_files"], [], out / "correlations.csv",
-                     out / "summary.md", out / "inputs.csv", n_boot=30, n_perm=100, rbo_p=0.9, ci=0.95, seed=0)
+                     out / "summary.md", out / "inputs.csv", n_boot=30, n_perm=100, rbo_p=0.9, ci=0.95, seed=0,
+                     bench_kinds={"general": "rewardbench"})
     return (pd.read_csv(out / "correlations.csv"), pd.read_csv(out / "inputs.csv"),
             (out / "summary.md").read_text(), w["rms"])
 
@@ -120,3 +133,14 @@ def test_summary_names_no_best_for_constant_measures_and_explains_its_statistics
     assert line and all("none: undefined" in ln and "downstream measure is equal across the 7 RMs" in ln
                         for ln in line)
     assert "question sampling only" in summary and "beyond chance" in summary
+
+
+def test_official_score_is_the_baselines_headline(outputs):
+    table, inputs, summary, rms = outputs
+    off = inputs[(inputs.kind == "benchmark") & (inputs.level == "official")]
+    assert set(off["benchmark"]) == {"general"} and len(off) == len(rms)
+    assert off["value"].notna().all()
+    pooled = inputs[(inputs.kind == "benchmark") & (inputs.benchmark == "general") & (inputs.level == "overall")]
+    assert not np.allclose(off["value"].to_numpy(), pooled["value"].to_numpy())
+    o = table[(table.level == "official") & (table.coefficient == "spearman")]
+    assert len(o) > 0 and (o["ci_low"].notna() | o["value"].isna()).all()

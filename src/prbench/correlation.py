@@ -95,6 +95,18 @@ class Score:
 
 
 @dataclass
+class OfficialScore(Score):
+    """A baseline's official score: value[r] = sum_c coef_c * (w @ num_c[r]) / (w @ den_c[r])
+    (`prbench.official`); num/den are unused (zeros), the components live in `parts`."""
+
+    parts: list = field(default_factory=list)  # [(coef, num (R, U), den (R, U))]
+
+    def evaluate(self, weights: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return sum(coef * (weights @ num.T) / (weights @ den.T) for coef, num, den in self.parts)
+
+
+@dataclass
 class Collected:
     rms: list[str]
     units: dict[str, Units] = field(default_factory=dict)
@@ -139,12 +151,20 @@ def collect(
     pair_files: list[tuple[str, str, str]],
     bon_files: list[tuple[str, str, str]] = (),
     ppo_files: list[tuple[str, str, str]] = (),
+    bench_kinds: dict | None = None,
 ) -> Collected:
     """Read every input into per-unit sums.
 
     pair_files: (rm, benchmark, path of {bench}.pairs.jsonl); bon_files: (policy, rm, path of the
-    curves csv); ppo_files: (policy, rm, path of eval_judged.jsonl).
+    curves csv); ppo_files: (policy, rm, path of eval_judged.jsonl); bench_kinds: {baseline: kind}, a
+    baseline of kind rewardbench/rmbench also gets its official score (level `official`), its
+    headline in the summary.
     """
+    from .official import KINDS as OFFICIAL_KINDS
+    from .official import Official
+
+    bench_kinds = bench_kinds or {}
+    official_rows: dict[str, dict[int, list]] = {}
     col = Collected(rms=list(rms))
     rindex = {r: i for i, r in enumerate(rms)}
     bench_store: dict = {}
@@ -169,6 +189,9 @@ def collect(
             failures += bool(row.get("failure"))
             ties += bool(row.get("tie"))
             n += 1
+            if bench_kinds.get(bench) in OFFICIAL_KINDS:
+                official_rows.setdefault(bench, {}).setdefault(r, []).append(
+                    {"question_id": str(row["question_id"]), "subset": str(row["subset"]), "credit": c})
             grp = row["subset"] if bench == PERSONALIZED else row["section"]
             _add(bench_store, {"benchmark": bench, "level": "overall", "group": "overall"}, units.name, r, u, c)
             _add(bench_store, {"benchmark": bench, "level": level2, "group": str(grp)}, units.name, r, u, c)
@@ -233,6 +256,21 @@ def collect(
             col.notes.append(f"PPO {policy}/{rm}: {bad} answers without a judge score (skipped)")
 
     col.benchmarks = _materialise(bench_store, rms, col.units)
+    for bench, per_rm in official_rows.items():
+        units = col.units[f"baseline:{bench}"]
+        offs = {r: Official(bench_kinds[bench], rows) for r, rows in per_rm.items()}
+        comps = sorted({c for o in offs.values() for c in o.parts})
+        coefs = {c: coef for o in offs.values() for c, coef in o.groups["overall"]}
+        parts = []
+        for c in comps:
+            num = np.zeros((len(rms), len(units)))
+            den = np.zeros((len(rms), len(units)))
+            for r, o in offs.items():
+                num[r], den[r] = o.unit_arrays(units.index)[c]
+            parts.append((coefs[c], num, den))
+        zero = np.zeros((len(rms), len(units)))
+        col.benchmarks.append(OfficialScore({"benchmark": bench, "level": "official", "group": "overall"},
+                                            units.name, zero, zero, parts))
     col.downstream = _materialise(down_store, rms, col.units)
     col.benchmarks.sort(key=lambda s: _bench_order(s.key))
     col.downstream.sort(key=lambda s: _down_order(s.key))
@@ -245,7 +283,7 @@ def _down(policy: str, downstream: str, estimator: str, measure: str, k) -> dict
 
 
 def _bench_order(key: dict):
-    level_rank = {"overall": 0, "subset": 1, "section": 1}
+    level_rank = {"official": 0, "overall": 1, "subset": 2, "section": 2}
     return (key["benchmark"] != PERSONALIZED, key["benchmark"], level_rank[key["level"]], key["group"])
 
 
@@ -472,9 +510,10 @@ def run_correlations(
     rbo_p: float,
     ci: float,
     seed: int,
+    bench_kinds: dict | None = None,
 ) -> Result:
     """Entry point of rule `correlations`: read, correlate, write the three outputs."""
-    col = collect(rms, pair_files, bon_files, ppo_files)
+    col = collect(rms, pair_files, bon_files, ppo_files, bench_kinds)
     log.info("%d RMs, %d benchmark scores, %d downstream measures, units per stratum: %s",
              len(rms), len(col.benchmarks), len(col.downstream),
              {k: len(v) for k, v in col.units.items()})
