@@ -48,6 +48,7 @@ rule correlations:
         pair_keys=PAIR_KEYS,
         run_keys=RUN_KEYS,
         ppo_keys=PPO_KEYS,
+        bench_kinds={b: config["data"]["baselines"][b].get("kind") for b in BASELINES},
         bootstrap=CORR["bootstrap"],
         permutations=CORR["permutations"],
         rbo_p=CORR["rbo_p"],

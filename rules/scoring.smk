@@ -14,6 +14,7 @@ rule score_benchmark:
         spec=lambda wildcards: rm_spec(wildcards.rm),
         scoring=config["scoring"],
         seed=SEED,
+        bench_kind=lambda wildcards: config["data"].get("baselines", {}).get(wildcards.bench, {}).get("kind"),
     log:
         "logs/scoring/{rm}/{bench}.log",
     benchmark:

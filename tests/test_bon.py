@@ -46,15 +46,27 @@ def test_expected_without_ties_is_order_statistic():
     assert bon.best_of_k("expected", r, g, 2) == pytest.approx((1 * 1 + 2 * 4 + 3 * 3) / 6)
 
 
-def test_first_k_ties_average_judge_scores_and_nan_ranks_lowest():
+def test_first_k_ties_go_to_the_earliest_sample_and_nan_ranks_lowest():
     r = np.array([1.0, 2.0, 2.0, 5.0])
     g = np.array([0.0, 1.0, 2.0, 9.0])
     assert bon.best_of_k("first_k", r, g, 1) == 0.0
-    assert bon.best_of_k("first_k", r, g, 3) == 1.5  # tie between samples 1 and 2
+    assert bon.best_of_k("first_k", r, g, 3) == 1.0  # tie between samples 1 and 2: the earlier one
     assert bon.best_of_k("first_k", r, g, 4) == 9.0
+    r_tie_late = np.array([0.0, 3.0, 1.0, 3.0])
+    assert bon.best_of_k("first_k", r_tie_late, np.array([5.0, 1.0, 7.0, 8.0]), 4) == 1.0
+    assert bon.best_of_k("first_k", [np.nan] * 4, g, 4) == 0.0  # all failures tie: sample 0
     r_nan = np.array([np.nan, 0.1, np.nan, -3.0])
     assert bon.best_of_k("first_k", r_nan, g, 2) == 1.0
     assert bon.best_of_k("first_k", r_nan, g, 1) == 0.0
+
+
+def test_first_k_tieavg_averages_tied_judge_scores():
+    r = np.array([1.0, 2.0, 2.0, 5.0])
+    g = np.array([0.0, 1.0, 2.0, 9.0])
+    assert bon.best_of_k("first_k_tieavg", r, g, 1) == 0.0
+    assert bon.best_of_k("first_k_tieavg", r, g, 3) == 1.5  # tie between samples 1 and 2: averaged
+    assert bon.best_of_k("first_k_tieavg", r, g, 4) == 9.0
+    assert bon.best_of_k("first_k_tieavg", [np.nan, 0.1, np.nan, -3.0], g, 2) == 1.0
     assert bon.best_of_k("expected", [np.nan] * 4, g, 2) == pytest.approx(g.mean())  # all tied: random
 
 
@@ -202,6 +214,8 @@ def test_stage_functions_end_to_end(tmp_path):
                        tmp_path / "bon.csv", ks=[1, 2, 4], n=4, seed=0, n_boot=50)
     assert (tmp_path / "curves" / "kw.csv").exists() and (tmp_path / "curves" / "_oracle.csv").exists()
     assert set(df["rm"]) == {"kw", "oracle", "random"}
-    assert df[(df.rm == "kw") & (df.estimator == "first_k") & (df.k == 4)]["mean"].iloc[0] == pytest.approx(
+    assert df[(df.rm == "kw") & (df.estimator == "first_k_tieavg") & (df.k == 4)]["mean"].iloc[0] == pytest.approx(
         # samples 0 and 3 tie on 2 keywords: mean judge of len % 3 = (16 % 3 + 9 % 3) / 2
         0.5)
+    # the authors' rule: the tie goes to the earliest sample (sample 0, 16 % 3 = 1)
+    assert df[(df.rm == "kw") & (df.estimator == "first_k") & (df.k == 4)]["mean"].iloc[0] == pytest.approx(1.0)

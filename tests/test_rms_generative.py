@@ -42,6 +42,13 @@ def test_parsers():
     assert parse_choice("Both are fine") is None
     assert parse_choice("Result: C") is None
     assert parse_choice("") is None
+    assert parse_choice("**Reasoning:** B misses the point.\n**Result:** A") == "A"
+    assert parse_choice("**Result**: B") == "B"
+    assert parse_choice("I compare them. [[B]]") == "B"
+    assert parse_choice("Result: [[A]]") == "A"
+    # the final verdict wins over an earlier mention of the format
+    assert parse_choice("Answer with Result: A or Result: B. ... Result: B") == "B"
+    assert parse_choice("Reasoning: A is long-winded, B is short.") is None
     assert parse_score("Score: 7") == 7.0
     assert parse_score("score: 8.5 because") == 8.5
     assert parse_score(" 9 ") == 9.0
@@ -103,3 +110,72 @@ def test_prompt_without_profile_and_batch_size(lm_a, pairs):
     out = rm.compare(pairs[:3])
     assert out.failures == 0
     assert all(d["raw"] == ["Result: A"] for d in out.details)
+
+
+def test_always_a_judge_scores_about_half(lm_a, tmp_path):
+    """The paper's accuracy: one seeded order per pair (about half the pairs show chosen first),
+    or both orders with ties counting half; either way an always-"A" judge is at chance."""
+    from prbench.io import write_jsonl
+    from prbench.scoring import score_benchmark
+
+    rows = make_pairs(40, seed=5)
+    write_jsonl(tmp_path / "bench.jsonl", rows)
+    for both in (False, True):
+        spec = {"name": "a", "kind": "generative_pairwise", "path": str(lm_a), "use_profile": False,
+                "max_new_tokens": 8, "progress": False, "both_orders": both}
+        s = score_benchmark(tmp_path / "bench.jsonl", spec, tmp_path / f"{both}.pairs.jsonl",
+                            tmp_path / f"{both}.acc.json", "personalized", 0, {"bootstrap": 20})
+        o = s["overall"]
+        assert o["position_bias_a"] == 1.0 and o["failures"] == 0
+        if both:
+            assert o["accuracy"] == 0.5 and o["ties"] == 40 and o["all_orders_right"] == 0.0
+        else:
+            assert 0.3 <= o["accuracy"] <= 0.7 and o["ties"] == 0
+            assert o["accuracy"] == o["all_orders_right"] == o["correct"] / 40
+
+
+def test_pairwise_score_is_a_round_robin_with_signal(lm_a, pairs, monkeypatch):
+    from prbench.rms.base import CompareOutput
+
+    rm = _rm(lm_a, "generative_pairwise", both_orders=False)
+    calls = []
+
+    def compare(prs):
+        calls.append(len(prs))
+        return CompareOutput(prefs=np.array([1.0 if len(p.chosen) > len(p.rejected) else 0.0 for p in prs]),
+                             failures=0, details=None)
+
+    monkeypatch.setattr(rm, "compare", compare)
+    q, prof = "q?", ("post",)
+    answers = ["bb", "a", "dddd", "ccc"]
+    out = rm.score([ScoreRequest(q, a, prof) for a in answers])
+    # win rate against the 3 siblings = (rank by length) / 3
+    assert out.scores.tolist() == pytest.approx([1 / 3, 0.0, 1.0, 2 / 3])
+    assert calls == [6]  # every unordered pair judged once
+    again = rm.score([ScoreRequest(q, a, prof) for a in answers])
+    assert calls == [6] and again.scores.tolist() == out.scores.tolist()  # cached
+    assert rm.diagnostics()["score_comparisons"] == 6
+    # a lone answer is compared with the reference answer set for its prompt
+    rm.set_reference_answers({(q, prof): "ccc"})
+    lone = rm.score([ScoreRequest(q, "dddd", prof), ScoreRequest("other", "x", ())])
+    assert lone.scores[0] == 1.0  # "dddd" beats its reference "ccc"
+    assert lone.scores[1] == 0.0  # no reference: the fixed "I don't know." (longer than "x") wins
+
+
+def test_pairwise_score_circulant_tournament(lm_a, monkeypatch):
+    from prbench.rms.base import CompareOutput
+
+    rm = _rm(lm_a, "generative_pairwise", score_opponents=1)
+    calls = []
+
+    def compare(prs):
+        calls.append(len(prs))
+        return CompareOutput(prefs=np.array([1.0 if len(p.chosen) > len(p.rejected) else 0.0 for p in prs]),
+                             failures=0, details=None)
+
+    monkeypatch.setattr(rm, "compare", compare)
+    answers = ["x" * (i + 1) for i in range(6)]
+    out = rm.score([ScoreRequest("q", a, ()) for a in answers])
+    assert calls == [6]  # n * m unordered pairs, not n (n - 1) / 2 = 15
+    assert out.scores[-1] == 1.0 and out.scores[0] == 0.0  # the longest wins every game, the shortest none
+    assert np.all((out.scores >= 0) & (out.scores <= 1))

@@ -116,7 +116,7 @@ def test_score_benchmark_end_to_end_with_length_rm_and_table(tmp_path):
     df = accuracy_table([out / "p.accuracy.json", out / "c.accuracy.json"], tmp_path / "table.csv")
     back = pd.read_csv(tmp_path / "table.csv")
     assert list(back.columns) == ["rm", "benchmark", "level", "group", "n", "correct", "ties", "failures",
-                                  "accuracy", "ci_low", "ci_high"]
+                                  "accuracy", "ci_low", "ci_high", "all_orders_right", "position_bias_a"]
     assert set(back.level) == {"overall", "subset", "section"}
     overall = back[(back.level == "overall") & (back.rm == "length_only")].iloc[0]
     assert overall.n == 40 and overall.correct == expected

@@ -18,5 +18,6 @@ res = run_correlations(
     rbo_p=p.rbo_p,
     ci=p.ci,
     seed=p.seed,
+    bench_kinds=dict(p.bench_kinds),
 )
 log.info("summary:\n%s", res.summary)

@@ -15,4 +15,5 @@ score_benchmark(
     bench=sm.wildcards.bench,
     seed=sm.params.seed,
     scoring=sm.params.scoring,
+    bench_kind=sm.params.bench_kind,
 )

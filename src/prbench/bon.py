@@ -8,8 +8,10 @@ Stage functions (called by the thin scripts in workflow_scripts/):
   - `bon_table`: per-question best-of-k curves per RM (+ oracle and random) and the tidy table.
 
 Estimators for a question with N samples, RM scores r and judge scores g:
-  - `first_k`  (the authors' protocol): best of the first k samples by RM score; RM-score ties are
-    broken by averaging the tied samples' judge scores;
+  - `first_k`  (the authors' protocol): best of the first k samples by RM score; RM-score ties go
+    to the EARLIEST sample (the authors' rule);
+  - `first_k_tieavg`: as `first_k`, but RM-score ties among the first k are broken by averaging
+    the tied samples' judge scores (= uniform random tie-breaking);
   - `expected` (exact expectation over all k-subsets of the N samples): sort by r ascending,
     E = sum_{i=k..N} C(i-1,k-1)/C(N,k) g_(i), with the weights averaged inside RM-score ties
     (equivalent to breaking ties uniformly at random).
@@ -32,7 +34,7 @@ from .stats import bootstrap_ci
 
 log = logging.getLogger("prbench.bon")
 
-ESTIMATORS = ("first_k", "expected")
+ESTIMATORS = ("first_k", "first_k_tieavg", "expected")
 ORACLE = "oracle"
 RANDOM = "random"
 CURVE_COLUMNS = ["question_id", "subset", "estimator", "k", "judge_score", "win_vs_random"]
@@ -81,6 +83,17 @@ def expected_weights(rm_scores, k: int) -> np.ndarray:
 
 
 def first_k_weights(rm_scores, k: int) -> np.ndarray:
+    """The authors' rule: best of the first k samples by RM score, ties go to the earliest sample."""
+    r = _rank_values(rm_scores)
+    n = len(r)
+    if not 1 <= k <= n:
+        raise ValueError(f"k={k} must be between 1 and the number of samples N={n}")
+    w = np.zeros(n, dtype=float)
+    w[int(np.argmax(r[:k]))] = 1.0  # argmax returns the first maximum
+    return w
+
+
+def first_k_tieavg_weights(rm_scores, k: int) -> np.ndarray:
     """Best of the first k samples; tied maxima share the selection equally (= mean judge score)."""
     r = _rank_values(rm_scores)
     n = len(r)
@@ -98,12 +111,15 @@ def selection_weights(estimator: str, rm_scores, k: int) -> np.ndarray:
         return expected_weights(rm_scores, k)
     if estimator == "first_k":
         return first_k_weights(rm_scores, k)
+    if estimator == "first_k_tieavg":
+        return first_k_tieavg_weights(rm_scores, k)
     raise ValueError(f"unknown best-of-k estimator {estimator!r} (known: {ESTIMATORS})")
 
 
 def random_weights(estimator: str, n: int) -> np.ndarray:
-    """A single random sample: sample 0 under `first_k` (the authors' single draw), uniform under `expected`."""
-    if estimator == "first_k":
+    """A single random sample: sample 0 under `first_k`/`first_k_tieavg` (the authors' single draw),
+    uniform under `expected`."""
+    if estimator in ("first_k", "first_k_tieavg"):
         w = np.zeros(n)
         w[0] = 1.0
         return w

@@ -1,11 +1,12 @@
 """Which benchmark predicts downstream quality? Rank correlations across RMs, with a question bootstrap.
 
-Benchmark scores (per RM): accuracy (correct / pairs; ties and failures count as wrong, as in the
-scoring stage) on the personalized benchmark overall and per subset, and on each baseline overall
+Benchmark scores (per RM): accuracy (mean pair credit, as in the scoring stage: strict
+chosen > rejected for pointwise RMs, the judge's preference for pairwise ones) on the personalized benchmark overall and per subset, and on each baseline overall
 and per section, read from ``results/scores/{rm}/{bench}.pairs.jsonl``.
 
 Downstream measures (per RM and policy): BoN mean judge score and win rate against a random
-sample at each k, for both estimators (``expected`` is the primary one, ``first_k`` is kept),
+sample at each k, for every estimator (``expected`` is the primary one; ``first_k`` is the authors' rule, ties to the
+earliest sample; ``first_k_tieavg`` averages over RM-score ties),
 the area under each BoN curve over log2 k (normalised by the log2 k range, so it is the curve's
 average height), and PPO mean judge score and win rate against the base policy (ties count half
 in both win rates), read from ``results/bon/{policy}/curves/{rm}.csv`` and
@@ -94,6 +95,18 @@ class Score:
 
 
 @dataclass
+class OfficialScore(Score):
+    """A baseline's official score: value[r] = sum_c coef_c * (w @ num_c[r]) / (w @ den_c[r])
+    (`prbench.official`); num/den are unused (zeros), the components live in `parts`."""
+
+    parts: list = field(default_factory=list)  # [(coef, num (R, U), den (R, U))]
+
+    def evaluate(self, weights: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return sum(coef * (weights @ num.T) / (weights @ den.T) for coef, num, den in self.parts)
+
+
+@dataclass
 class Collected:
     rms: list[str]
     units: dict[str, Units] = field(default_factory=dict)
@@ -138,12 +151,20 @@ def collect(
     pair_files: list[tuple[str, str, str]],
     bon_files: list[tuple[str, str, str]] = (),
     ppo_files: list[tuple[str, str, str]] = (),
+    bench_kinds: dict | None = None,
 ) -> Collected:
     """Read every input into per-unit sums.
 
     pair_files: (rm, benchmark, path of {bench}.pairs.jsonl); bon_files: (policy, rm, path of the
-    curves csv); ppo_files: (policy, rm, path of eval_judged.jsonl).
+    curves csv); ppo_files: (policy, rm, path of eval_judged.jsonl); bench_kinds: {baseline: kind}, a
+    baseline of kind rewardbench/rmbench also gets its official score (level `official`), its
+    headline in the summary.
     """
+    from .official import KINDS as OFFICIAL_KINDS
+    from .official import Official
+
+    bench_kinds = bench_kinds or {}
+    official_rows: dict[str, dict[int, list]] = {}
     col = Collected(rms=list(rms))
     rindex = {r: i for i, r in enumerate(rms)}
     bench_store: dict = {}
@@ -164,10 +185,13 @@ def collect(
         for lineno, row in enumerate(iter_jsonl(path), 1):
             _require(row, PAIR_FIELDS, path, lineno)
             u = units.add(str(row["question_id"]), str(row["subset"]))
-            c = 1.0 if row["correct"] is True else 0.0
+            c = float(row["credit"]) if row.get("credit") is not None else (1.0 if row["correct"] is True else 0.0)
             failures += bool(row.get("failure"))
             ties += bool(row.get("tie"))
             n += 1
+            if bench_kinds.get(bench) in OFFICIAL_KINDS:
+                official_rows.setdefault(bench, {}).setdefault(r, []).append(
+                    {"question_id": str(row["question_id"]), "subset": str(row["subset"]), "credit": c})
             grp = row["subset"] if bench == PERSONALIZED else row["section"]
             _add(bench_store, {"benchmark": bench, "level": "overall", "group": "overall"}, units.name, r, u, c)
             _add(bench_store, {"benchmark": bench, "level": level2, "group": str(grp)}, units.name, r, u, c)
@@ -232,6 +256,21 @@ def collect(
             col.notes.append(f"PPO {policy}/{rm}: {bad} answers without a judge score (skipped)")
 
     col.benchmarks = _materialise(bench_store, rms, col.units)
+    for bench, per_rm in official_rows.items():
+        units = col.units[f"baseline:{bench}"]
+        offs = {r: Official(bench_kinds[bench], rows) for r, rows in per_rm.items()}
+        comps = sorted({c for o in offs.values() for c in o.parts})
+        coefs = {c: coef for o in offs.values() for c, coef in o.groups["overall"]}
+        parts = []
+        for c in comps:
+            num = np.zeros((len(rms), len(units)))
+            den = np.zeros((len(rms), len(units)))
+            for r, o in offs.items():
+                num[r], den[r] = o.unit_arrays(units.index)[c]
+            parts.append((coefs[c], num, den))
+        zero = np.zeros((len(rms), len(units)))
+        col.benchmarks.append(OfficialScore({"benchmark": bench, "level": "official", "group": "overall"},
+                                            units.name, zero, zero, parts))
     col.downstream = _materialise(down_store, rms, col.units)
     col.benchmarks.sort(key=lambda s: _bench_order(s.key))
     col.downstream.sort(key=lambda s: _down_order(s.key))
@@ -244,14 +283,14 @@ def _down(policy: str, downstream: str, estimator: str, measure: str, k) -> dict
 
 
 def _bench_order(key: dict):
-    level_rank = {"overall": 0, "subset": 1, "section": 1}
+    level_rank = {"official": 0, "overall": 1, "subset": 2, "section": 2}
     return (key["benchmark"] != PERSONALIZED, key["benchmark"], level_rank[key["level"]], key["group"])
 
 
 def _down_order(key: dict):
-    est_rank = {"expected": 0, "first_k": 1}
+    est_rank = {"expected": 0, "first_k": 1, "first_k_tieavg": 2}
     k = key["k"] if key["k"] is not None else 10**9
-    return (key["downstream"] != "bon", key["policy"], est_rank.get(key["estimator"], 2), key["measure"], k)
+    return (key["downstream"] != "bon", key["policy"], est_rank.get(key["estimator"], 3), key["measure"], k)
 
 
 # ---- analysis ----------------------------------------------------------------------------------
@@ -269,7 +308,9 @@ def evaluate_scores(col: Collected, n_boot: int, seed: int) -> tuple[list[Evalua
     ones = {name: np.ones((1, len(u))) for name, u in col.units.items()}
 
     def ev(s: Score) -> Evaluated:
-        return Evaluated(s, s.evaluate(ones[s.stratum])[0], s.evaluate(weights[s.stratum]))
+        # values equal up to floating-point noise are exact ties (rankmetrics.snap)
+        return Evaluated(s, rankmetrics.snap(s.evaluate(ones[s.stratum])[0]),
+                         rankmetrics.snap(s.evaluate(weights[s.stratum])))
 
     return [ev(s) for s in col.benchmarks], [ev(s) for s in col.downstream]
 
@@ -309,7 +350,7 @@ def correlate(
 ) -> Result:
     """Every coefficient for every (benchmark score, downstream measure) pair, with CIs and p-values."""
     bench, down = evaluate_scores(col, n_boot, seed)
-    rows, boots = [], {}
+    rows, boots, undefined = [], {}, {}
     coefs = dict(rankmetrics.COEFFICIENTS)
     coefs["rbo"] = lambda x, y: rankmetrics.rbo_scores(x, y, p=rbo_p, ties=rbo_ties)
     for b in bench:
@@ -317,6 +358,14 @@ def correlate(
             keep = np.isfinite(b.point) & np.isfinite(d.point)
             n_rms = int(keep.sum())
             x0, y0 = b.point[keep], d.point[keep]
+            if n_rms >= 2:
+                why = [side for side, v in (("the benchmark score", x0), ("the downstream measure", y0))
+                       if np.all(v == v[0])]
+                if why:
+                    undefined[(_bkey(b.score.key), _dkey(d.score.key))] = (
+                        f"{' and '.join(why)} {'is' if len(why) == 1 else 'are'} equal across the {n_rms} RMs")
+            else:
+                undefined[(_bkey(b.score.key), _dkey(d.score.key))] = f"only {n_rms} RM(s) with both values"
             xb, yb = b.boot[:, keep], d.boot[:, keep]
             for name, fn in coefs.items():
                 if n_rms >= 2:
@@ -345,7 +394,8 @@ def correlate(
     inputs = pd.DataFrame(inputs, columns=["rm", "kind", "benchmark", "level", "group", "policy", "downstream",
                                            "estimator", "measure", "k", "value", "ci_low", "ci_high"])
     inputs["k"] = inputs["k"].astype("Int64")
-    summary = summarize(table, boots, ci, col.notes, n_boot=n_boot, n_perm=n_perm, rbo_p=rbo_p, rbo_ties=rbo_ties)
+    summary = summarize(table, boots, ci, col.notes, n_boot=n_boot, n_perm=n_perm, rbo_p=rbo_p, rbo_ties=rbo_ties,
+                        undefined=undefined)
     return Result(table, inputs, boots, summary)
 
 
@@ -361,57 +411,90 @@ def _measure_label(row) -> str:
 
 
 def summarize(table: pd.DataFrame, boots: dict, ci: float, notes=(), **settings) -> str:
-    """Markdown: per downstream measure, the benchmark (overall level) that correlates best."""
+    """Markdown: per downstream measure, the benchmark (headline level) that correlates best."""
     pct = int(round(ci * 100))
+    undefined = settings.get("undefined") or {}
     lines = [
         "# Which benchmark predicts downstream quality?",
         "",
-        f"Rank correlation across RMs between each benchmark's overall accuracy and each downstream "
-        f"measure, with {pct}% bootstrap CIs over questions ({settings.get('n_boot')} replicates; "
-        f"personalized questions resampled jointly with the downstream scores, baselines independently). "
-        f"`p` is the permutation p-value ({settings.get('n_perm')} permutations, exact when n! is smaller). "
-        f"RBO: extrapolated, p={settings.get('rbo_p')}, ties='{settings.get('rbo_ties')}'. "
-        "'Separated' means the best benchmark's CI does not overlap the runner-up's; 'diff CI' is the "
-        "bootstrap CI of the difference (best - runner-up), which excludes 0 when the lead is significant.",
+        f"Rank correlation across RMs between each benchmark's headline score (the personalized "
+        f"benchmark's overall accuracy; a baseline's official score when it has one, else its overall "
+        f"accuracy) and each downstream measure.",
+        "",
+        f"- **What the {pct}% CIs cover**: question sampling only. Each of the {settings.get('n_boot')} "
+        "bootstrap replicates resamples the benchmark prompts and downstream questions (within subsets; "
+        "personalized questions jointly with the downstream scores, each baseline independently) and "
+        "recomputes every coefficient on the same RMs. The set of RMs is fixed: the CIs say nothing about "
+        "how the ranking would change with other reward models.",
+        f"- **What `p` asks**: the permutation p-value ({settings.get('n_perm')} permutations, exact when "
+        "n! is smaller) tests whether the RM ranking by the benchmark agrees with the RM ranking by the "
+        "downstream measure beyond chance, shuffling the downstream values across the `n RMs` listed. "
+        "It is about these n RMs only and is independent of the CIs: a lead whose diff CI excludes 0 can "
+        "come with a large p, and vice versa.",
+        "- **CIs disjoint / diff CI**: whether the best benchmark's CI lies above the runner-up's, and the "
+        "bootstrap CI of their difference; both are about question sampling only (see above), not "
+        "evidence that the benchmark predicts downstream quality for other RMs.",
+        f"- Values equal to 12 significant digits are ties. When one side is constant across the RMs, "
+        "every coefficient is undefined (nan) and no benchmark is named best.",
+        f"- RBO: extrapolated, p={settings.get('rbo_p')}, ties='{settings.get('rbo_ties')}'.",
         "",
     ]
-    overall = table[table["level"] == "overall"]
-    benches = list(dict.fromkeys(overall["benchmark"]))
+    head = _headline(table)
+    benches = list(dict.fromkeys(head["benchmark"]))
     if len(benches) < 2:
         lines.append(f"Only one benchmark ({', '.join(benches) or 'none'}) is configured; nothing to compare.")
         lines.append("")
     for coef in ("spearman", "kendall_tau_b"):
         lines += [f"## {coef}", "",
-                  "| downstream | n RMs | best | value [CI] | p | runner-up | value [CI] | separated | diff CI |",
+                  "| downstream | n RMs | best | value [CI] | p | runner-up | value [CI] | CIs disjoint | diff CI |",
                   "|---|---|---|---|---|---|---|---|---|"]
-        sub = overall[overall["coefficient"] == coef]
+        sub = head[head["coefficient"] == coef]
         for _, grp in sub.groupby(["policy", "downstream", "estimator", "measure", "k"], sort=False, dropna=False):
             grp = grp.sort_values("value", ascending=False, na_position="last")
             best = grp.iloc[0]
             label = _measure_label(best)
+            dk = (best["policy"], best["downstream"], best["estimator"], best["measure"],
+                  None if pd.isna(best["k"]) else int(best["k"]))
+            if not np.isfinite(best["value"]):
+                reasons = sorted({undefined.get(((r["benchmark"], r["level"], r["group"]), dk), "undefined")
+                                  for _, r in grp.iterrows()})
+                lines.append(f"| {label} | {best['n_rms']} | none: undefined ({'; '.join(reasons)}) "
+                             "| nan | nan | - | - | - | - |")
+                continue
             cell = f"{_fmt(best['value'])} [{_fmt(best['ci_low'])}, {_fmt(best['ci_high'])}]"
             p = "nan" if pd.isna(best["p_perm"]) else f"{best['p_perm']:.3f}"
             if len(grp) < 2:
                 lines.append(f"| {label} | {best['n_rms']} | {best['benchmark']} | {cell} | {p} | - | - | - | - |")
                 continue
             second = grp.iloc[1]
+            name2 = second["benchmark"]
+            if not np.isfinite(second["value"]):
+                why = undefined.get(((second["benchmark"], second["level"], second["group"]), dk), "undefined")
+                name2 = f"{second['benchmark']} (undefined: {why})"
+            elif second["value"] == best["value"]:
+                name2 = f"{second['benchmark']} (tied)"
             cell2 = f"{_fmt(second['value'])} [{_fmt(second['ci_low'])}, {_fmt(second['ci_high'])}]"
             separated = bool(best["ci_low"] > second["ci_high"]) if np.isfinite(best["ci_low"]) and np.isfinite(
                 second["ci_high"]) else False
-            dk = (best["policy"], best["downstream"], best["estimator"], best["measure"],
-                  None if pd.isna(best["k"]) else int(best["k"]))
-            b1 = boots.get(((best["benchmark"], "overall", "overall"), dk, coef))
-            b2 = boots.get(((second["benchmark"], "overall", "overall"), dk, coef))
+            b1 = boots.get(((best["benchmark"], best["level"], best["group"]), dk, coef))
+            b2 = boots.get(((second["benchmark"], second["level"], second["group"]), dk, coef))
             diff = "-"
             if b1 is not None and b2 is not None and len(b1):
                 lo, hi, _ = _quantiles(b1 - b2, ci)
                 diff = f"[{_fmt(lo)}, {_fmt(hi)}]" + (" excl. 0" if lo > 0 or hi < 0 else "")
             lines.append(f"| {label} | {best['n_rms']} | {best['benchmark']} | {cell} | {p} | "
-                         f"{second['benchmark']} | {cell2} | {'yes' if separated else 'no'} | {diff} |")
+                         f"{name2} | {cell2} | {'yes' if separated else 'no'} | {diff} |")
         lines.append("")
     if notes:
         lines += ["## Data notes", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(lines)
+
+
+def _headline(table: pd.DataFrame) -> pd.DataFrame:
+    """Each benchmark's headline rows: level `official` where present, else `overall`."""
+    has_official = set(table.loc[table["level"] == "official", "benchmark"])
+    pick = (table["level"] == "official") | ((table["level"] == "overall") & ~table["benchmark"].isin(has_official))
+    return table[pick]
 
 
 def run_correlations(
@@ -427,17 +510,20 @@ def run_correlations(
     rbo_p: float,
     ci: float,
     seed: int,
+    bench_kinds: dict | None = None,
 ) -> Result:
     """Entry point of rule `correlations`: read, correlate, write the three outputs."""
-    col = collect(rms, pair_files, bon_files, ppo_files)
+    col = collect(rms, pair_files, bon_files, ppo_files, bench_kinds)
     log.info("%d RMs, %d benchmark scores, %d downstream measures, units per stratum: %s",
              len(rms), len(col.benchmarks), len(col.downstream),
              {k: len(v) for k, v in col.units.items()})
     for note in col.notes:
         log.warning(note)
     res = correlate(col, n_boot=n_boot, n_perm=n_perm, rbo_p=rbo_p, ci=ci, seed=seed)
-    write_csv(out_table, res.table)
-    write_csv(out_inputs, res.inputs)
+    # 12 significant digits: the precision at which values are ties (rankmetrics.snap), so every
+    # coefficient can be recomputed from correlation_inputs.csv with its ties
+    write_csv(out_table, res.table, float_format="%.12g")
+    write_csv(out_inputs, res.inputs, float_format="%.12g")
     Path(out_summary).parent.mkdir(parents=True, exist_ok=True)
     Path(out_summary).write_text(res.summary + "\n", encoding="utf-8")
     log.info("wrote %d correlation rows", len(res.table))

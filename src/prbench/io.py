@@ -81,12 +81,12 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
             tmp.unlink()
 
 
-def write_csv(path: str | os.PathLike, df) -> None:
+def write_csv(path: str | os.PathLike, df, float_format: str = "%.6g") -> None:
     """Write a pandas DataFrame atomically with stable float formatting."""
     path = Path(path)
     tmp = _atomic_target(path)
     try:
-        df.to_csv(tmp, index=False, float_format="%.6g")
+        df.to_csv(tmp, index=False, float_format=float_format)
         os.replace(tmp, path)
     finally:
         if tmp.exists():

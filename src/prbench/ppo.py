@@ -358,6 +358,8 @@ class _PPORun:
             if getattr(m, "generation_config", None) is not None:
                 m.generation_config.pad_token_id = tok.pad_token_id
 
+        if hasattr(self.rm, "set_reference_answers"):
+            self.rm.set_reference_answers(base_reference_answers(base_model, tok, self.prompt_rows, s, self.seed))
         index = PromptIndex(self.prompt_rows, tok)
         if index.duplicates:
             log.info("%d training prompts render to the same text as an earlier one", index.duplicates)
@@ -487,6 +489,19 @@ def train_ppo(
         log.warning("PPO %s: RM failed on %d of %d rollouts (nan_reward=%g used)", run_name,
                     summary["reward_failures"], summary["reward_scored"], settings["nan_reward"])
     return summary
+
+
+def base_reference_answers(model, tok, rows: Sequence[dict], settings: dict, seed: int) -> dict:
+    """The base policy's greedy answer to every training prompt, {(question, profile): answer}.
+
+    A pairwise RM rewards a PPO rollout by comparing it with this answer to the same prompt
+    (`GenerativePairwiseRM.score`): reward = P(rollout preferred over the base answer)."""
+    from .policy import generate_answers
+
+    answers = generate_answers(model, tok, list(rows), n=1, max_new_tokens=int(settings["response_length"]),
+                               seed=stable_seed(seed, "ppo-reference"), greedy=True, progress=False)
+    log.info("pairwise RM: rollouts are compared with the base policy's greedy answers to %d prompts", len(rows))
+    return {(r["question"], tuple(r.get("profile", []))): a[0] for r, a in zip(rows, answers)}
 
 
 def render_key(row: dict) -> str:

@@ -17,6 +17,12 @@ bootstrap replicates (rows) at once. A row with a NaN, or where a coefficient is
 * `rbo_ext`       the general RBO_ext on explicit rankings (lists whose elements are items or sets
                   of tied items), lists of unequal length and non-conjoint domains allowed.
 
+Exact ties. Before any coefficient is computed, every value is rounded to `TIE_DIGITS` (12)
+significant digits (`snap`), so values equal up to floating-point noise (e.g. the same mean summed
+in another order) are ties in every coefficient, in the bootstrap and in the permutation test.
+When either side is constant across the items, every coefficient is undefined and gives NaN
+(NDCG and RBO included: a constant side has no ranking to agree with).
+
 Tie handling in RBO. ``ties="w"`` (default) is Webber et al.'s own treatment (their Sec. 4.3,
 called RBO^w by Corsi & Urbano, SIGIR 2024): a tie group occupying ranks t..b is entirely in the
 prefix from depth t on, and the agreement at depth d is 2 X_d / (|S_:d| + |L_:d|) where the prefix
@@ -34,6 +40,8 @@ import math
 import numpy as np
 
 __all__ = [
+    "snap",
+    "TIE_DIGITS",
     "average_ranks",
     "spearman",
     "kendall_tau_b",
@@ -46,9 +54,29 @@ __all__ = [
 ]
 
 
+TIE_DIGITS = 12
+
+
+def snap(a, digits: int = TIE_DIGITS) -> np.ndarray:
+    """Values rounded to `digits` significant digits (NaN/inf and 0 unchanged): equal up to
+    floating-point noise becomes exactly equal."""
+    a = np.array(a, dtype=float, copy=True)
+    m = np.isfinite(a) & (a != 0)
+    if m.any():
+        v = a[m]
+        exp = np.floor(np.log10(np.abs(v)))
+        scale = 10.0 ** (digits - 1 - exp)
+        a[m] = np.round(v * scale) / scale
+    return a
+
+
+def _constant_rows(a: np.ndarray) -> np.ndarray:
+    return (a == a[..., :1]).all(-1)
+
+
 def _pair(x, y) -> tuple[np.ndarray, np.ndarray, bool]:
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
+    x = snap(x)
+    y = snap(y)
     if x.shape != y.shape:
         raise ValueError(f"score arrays differ in shape: {x.shape} vs {y.shape}")
     if x.ndim == 0:
@@ -149,7 +177,8 @@ def ndcg(scores, relevance):
     """NDCG@n of the ranking by decreasing `scores`, gain = relevance - min(relevance) per row.
 
     Linear gain, discount 1/log2(position + 1). Items with tied scores receive the mean discount
-    of the positions their tie group occupies. NaN when every shifted relevance is 0.
+    of the positions their tie group occupies. NaN when every shifted relevance is 0 or the scores
+    are constant.
     """
     x, rel, squeeze = _pair(scores, relevance)
     bad = _bad_rows(x, rel)
@@ -165,7 +194,7 @@ def ndcg(scores, relevance):
     ideal = (-np.sort(-gain, axis=-1) * disc).sum(-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         val = np.clip(dcg / ideal, 0.0, 1.0)  # <= 1 exactly; clip rounding error
-    return _finish(val, bad | (ideal <= 0), squeeze)
+    return _finish(val, bad | (ideal <= 0) | _constant_rows(x), squeeze)
 
 
 def _contributions(a: np.ndarray, ties: str) -> np.ndarray:
@@ -203,7 +232,7 @@ def rbo_scores(x, y, p: float = 0.9, ties: str = "w"):
     else:
         agree = overlap / depth
     val = np.clip((1.0 - p) / p * (agree * p**depth).sum(-1) + p**n, 0.0, 1.0)
-    return _finish(val, bad, squeeze)
+    return _finish(val, bad | _constant_rows(x) | _constant_rows(y), squeeze)
 
 
 def _check_rbo_args(p: float, ties: str) -> None:
@@ -298,8 +327,8 @@ def permutation_pvalue(x, y, stat, n_perm: int, seed: int) -> float:
     When n! <= n_perm every permutation is enumerated (exact p-value, identity included);
     otherwise n_perm random permutations are drawn and p = (1 + #{|T*| >= |T|}) / (n_perm + 1).
     """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
+    x = snap(x)
+    y = snap(y)
     n = len(x)
     observed = stat(x, y)
     if n_perm <= 0 or not np.isfinite(observed) or n < 2:

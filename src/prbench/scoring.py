@@ -2,9 +2,17 @@
 
 Pointwise RMs score every unique response once (a pair's chosen and rejected are two rows;
 identical (question, profile, answer) triples are scored once), then the scores are regrouped
-into pairs. Pairwise RMs (`rm.pairwise`) call `compare()` on the pairs directly. A pair is
-correct only when the chosen answer is strictly preferred: ties and failures (NaN scores,
-unparseable judge output) count as wrong and are reported separately.
+into pairs. Pairwise RMs (`rm.pairwise`) call `compare()` on the pairs directly.
+
+Each pair gets a `credit` in [0, 1]; accuracy is the mean credit.
+  - Pointwise RMs (the authors' rule): credit 1 when the chosen answer scores strictly higher,
+    else 0 (ties and failures are wrong and reported separately).
+  - Pairwise judges: credit = the pair's preference for the chosen answer, the share of the
+    asked orders in which the judge picked it (one seeded order per pair by default: 0 or 1, the
+    paper's rule; with `both_orders`: 0, 0.5 or 1, i.e. ties count half, so a judge that always
+    answers "A" scores about 0.5). `correct` counts the pairs where every asked order picked the
+    chosen answer (P(both orders right) with `both_orders`), `position_bias_a` is the share of
+    parsed verdicts that were "A", failures (unparseable) get credit 0 and are counted.
 """
 from __future__ import annotations
 
@@ -19,6 +27,8 @@ import numpy as np
 from .io import iter_jsonl, read_json, write_csv, write_json, write_jsonl
 from .prompts import PairRequest, ScoreRequest
 from .seeding import stable_seed
+from .official import KINDS as OFFICIAL_KINDS
+from .official import official_stats
 from .stats import bootstrap_ci
 
 log = logging.getLogger("prbench.scoring")
@@ -27,7 +37,7 @@ PAIR_FIELDS = {"pair_id": str, "subset": str, "section": str, "question_id": str
                "profile": list, "chosen": str, "rejected": str}
 LEVELS = ("subset", "section")
 TABLE_COLUMNS = ["rm", "benchmark", "level", "group", "n", "correct", "ties", "failures", "accuracy",
-                 "ci_low", "ci_high"]
+                 "ci_low", "ci_high", "all_orders_right", "position_bias_a"]
 
 
 def load_pairs(path: str | Path) -> list[dict]:
@@ -99,24 +109,38 @@ def score_pairs(rm, rows: Sequence[dict]) -> tuple[list[dict], dict]:
         if out.raw is not None:
             for e, (a, b) in zip(extra, slots):
                 e["raw_chosen"], e["raw_rejected"] = out.raw[a], out.raw[b]
+    pairwise = bool(getattr(rm, "pairwise", False))
     results = []
     for r, c, rj, p, e in zip(rows, sc, sr, prefs, extra):
         failure = bool(math.isnan(p))
+        correct = bool((not failure) and p == 1.0)
+        credit = (0.0 if failure else float(p)) if pairwise else float(correct)
         results.append({
             "pair_id": r["pair_id"], "question_id": r["question_id"], "subset": r["subset"],
             "section": r["section"], "score_chosen": _num(c), "score_rejected": _num(rj),
-            "pref": None if failure else float(p), "correct": bool((not failure) and p == 1.0),
+            "pref": None if failure else float(p), "correct": correct, "credit": credit,
             "tie": bool((not failure) and p == 0.5), "failure": failure, **e,
         })
     return results, info
 
 
+def pair_credit(r: dict) -> float:
+    """A saved pair's credit (older files without `credit`: strict correctness)."""
+    c = r.get("credit")
+    return float(r["correct"]) if c is None else float(c)
+
+
 def group_stats(results: Sequence[dict], n_boot: int, seed: int) -> dict:
+    credit = np.asarray([pair_credit(r) for r in results], dtype=float)
     correct = np.asarray([r["correct"] for r in results], dtype=float)
-    acc, lo, hi = bootstrap_ci(correct, n_boot=n_boot, seed=seed)
+    acc, lo, hi = bootstrap_ci(credit, n_boot=n_boot, seed=seed)
+    judged = [r["judge"] for r in results if isinstance(r.get("judge"), dict)]
+    picks = [pk for d in judged for pk in d.get("picks", []) if pk is not None]
     return {"n": len(results), "correct": int(correct.sum()), "ties": int(sum(r["tie"] for r in results)),
             "failures": int(sum(r["failure"] for r in results)), "accuracy": acc,
-            "ci_low": None if math.isnan(lo) else lo, "ci_high": None if math.isnan(hi) else hi}
+            "ci_low": None if math.isnan(lo) else lo, "ci_high": None if math.isnan(hi) else hi,
+            "all_orders_right": (float(correct.mean()) if judged and results else None),
+            "position_bias_a": (sum(pk == "A" for pk in picks) / len(picks)) if picks else None}
 
 
 def summarize(results: Sequence[dict], rm_name: str, bench: str, n_boot: int, seed: int) -> dict:
@@ -133,7 +157,8 @@ def summarize(results: Sequence[dict], rm_name: str, bench: str, n_boot: int, se
 
 
 def score_benchmark(bench_path: str | Path, spec: dict, pairs_out: str | Path, acc_out: str | Path,
-                    bench: str, seed: int = 0, scoring: dict | None = None, rm=None) -> dict:
+                    bench: str, seed: int = 0, scoring: dict | None = None, rm=None,
+                    bench_kind: str | None = None) -> dict:
     """Score one benchmark with one RM; write the per-pair jsonl and the accuracy JSON."""
     from .rms import load_reward_model
 
@@ -150,6 +175,13 @@ def score_benchmark(bench_path: str | Path, spec: dict, pairs_out: str | Path, a
     results, info = score_pairs(rm, rows)
     info["seconds"] = round(time.perf_counter() - t0, 3)
     summary = summarize(results, spec.get("name", rm.name), bench, int(scoring.get("bootstrap", 1000)), seed)
+    if bench_kind in OFFICIAL_KINDS:
+        summary["official"] = official_stats(bench_kind, results, int(scoring.get("bootstrap", 1000)),
+                                             stable_seed(seed, summary["rm"], bench, "official"))
+        left = summary["official"].pop("_left_out")
+        if left:
+            log.warning("official %s score leaves out pairs of unknown subsets: %s", bench_kind, left)
+        log.info("official %s score %.4f", bench_kind, summary["official"]["overall"]["accuracy"])
     summary["scoring"] = info
     summary["diagnostics"] = rm.diagnostics()
     o = summary["overall"]
@@ -167,6 +199,8 @@ def accuracy_rows(summary: dict) -> list[dict]:
     rows = []
     base = {"rm": summary["rm"], "benchmark": summary["benchmark"]}
     rows.append({**base, "level": "overall", "group": "all", **_stats_cols(summary["overall"])})
+    for g, st in summary.get("official", {}).items():
+        rows.append({**base, "level": "official", "group": "all" if g == "overall" else g, **_stats_cols(st)})
     for level in LEVELS:
         for g, st in summary.get(level, {}).items():
             rows.append({**base, "level": level, "group": g, **_stats_cols(st)})
@@ -174,11 +208,15 @@ def accuracy_rows(summary: dict) -> list[dict]:
 
 
 def _stats_cols(st: dict) -> dict:
-    return {k: st[k] for k in ("n", "correct", "ties", "failures", "accuracy", "ci_low", "ci_high")}
+    return {k: st.get(k) for k in ("n", "correct", "ties", "failures", "accuracy", "ci_low", "ci_high",
+                                   "all_orders_right", "position_bias_a")}
 
 
 def accuracy_table(acc_paths: Sequence[str | Path], out_csv: str | Path):
-    """The tidy `benchmark_accuracy.csv`: one row per (rm, benchmark, level, group)."""
+    """The tidy `benchmark_accuracy.csv`: one row per (rm, benchmark, level, group).
+
+    Levels: `overall` (mean pair credit), `official` (baselines only: the benchmark's own headline
+    score, `prbench.official`; group `all` = overall, else section or domain), `section`, `subset`."""
     import pandas as pd
 
     rows = []
@@ -189,7 +227,7 @@ def accuracy_table(acc_paths: Sequence[str | Path], out_csv: str | Path):
                 raise ValueError(f"{p}: accuracy JSON lacks {key!r}")
         rows.extend(accuracy_rows(summary))
     df = pd.DataFrame(rows, columns=TABLE_COLUMNS)
-    level_order = {"overall": 0, "section": 1, "subset": 2}
+    level_order = {"overall": 0, "official": 1, "section": 2, "subset": 3}
     df = df.assign(_lv=df["level"].map(level_order)).sort_values(["benchmark", "_lv", "group", "rm"]).drop(columns="_lv")
     write_csv(out_csv, df)
     return df

@@ -1,16 +1,26 @@
 """Generative RMs: an instruct causal LM used as a judge.
 
 - `generative_pairwise`: the paper's A/B protocol. The judge sees the question (+ profile), two
-  answers labelled A and B (`prompts.pairwise_judge_messages`) and must answer `Result: A` or
-  `Result: B`. Which answer is shown first is a seeded coin flip per pair (config seed + pair
-  texts); with `both_orders` both orders are asked and the pair's preference is their mean, which
-  cancels position bias (a judge that always says "A" gets 0.5 = a tie = wrong). Position bias (how
-  often "A" is picked) and parse failures are counted and reported. `score()` is the answer's win
-  rate (0, 0.5, 1) against a fixed reference answer (`reference_answer`, default "I don't know.").
+  answers labelled A and B (`prompts.pairwise_judge_messages`), may reason first, and ends with a
+  verdict: `Result: A`, `**Result:** A` or `[[A]]` (the LAST verdict in the reply counts; a reply
+  that is only "A"/"B" is accepted too; anything else is a parse failure, counted). Which answer is
+  shown first is one seeded coin flip per pair (config seed + pair texts), as in the paper. With
+  `both_orders` both orders are asked and the pair's preference is the mean of the two (1, 0.5 or
+  0): the benchmark accuracy is then the mean preference with ties counting half, so a judge that
+  always says "A" scores 0.5; P(both orders right), position bias (how often "A" is picked) and
+  parse failures are reported beside it.
+  `score()` (BoN / PPO scorer): answers to the same (question, profile) are compared with each
+  other in a seeded round-robin (every unordered pair once, cached, counted) and each answer's
+  score is its mean preference against the others (its Copeland/Borda win rate, 0..1); with
+  `score_opponents: m` each answer meets only 2m seeded opponents (a circulant tournament). An answer
+  with no sibling is compared with `reference_answers[(question, profile)]` when one was set
+  (`set_reference_answers`, e.g. the base policy's answer to the same prompt), else with the fixed
+  `reference_answer` (default "I don't know."; little signal, logged as a warning).
 - `generative_pointwise`: the judge answers `Score: <number>`; unparseable outputs give NaN and
   are counted.
 
-Decoding is greedy, so scores are deterministic.
+Decoding is greedy, so scores are deterministic. `max_new_tokens` defaults to 512 (as the
+authors), leaving room for the reasoning before the verdict.
 """
 from __future__ import annotations
 
@@ -32,18 +42,27 @@ from .inputs import fit_profile, load_model_and_tokenizer, load_options, model_d
 log = logging.getLogger("prbench.rms.generative")
 
 DEFAULT_REFERENCE_ANSWER = "I don't know."
+DEFAULT_MAX_NEW_TOKENS = 512  # the authors' judge budget: room to reason before the verdict
 
-_RESULT_RE = re.compile(r"result\s*[:：]\s*\**\s*\[?\s*(?:answer\s+)?([ab])\b", re.IGNORECASE)
+_RESULT_RE = re.compile(r"result\s*\**\s*[:：]\s*\**\s*\[{0,2}\s*(?:answer\s+|response\s+)?([ab])\b", re.IGNORECASE)
+_BRACKET_RE = re.compile(r"\[\[\s*([ab])\s*\]\]", re.IGNORECASE)
 _BARE_CHOICE_RE = re.compile(r"^\s*\**\[?\s*(?:answer\s+)?([ab])\s*\]?\**\s*[.!]?\s*$", re.IGNORECASE)
 _SCORE_RE = re.compile(r"score\s*[:：]\s*\**\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE)
 _BARE_NUMBER_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*10)?\s*\.?\s*$")
 
 
 def parse_choice(text: str) -> str | None:
-    """'A' or 'B' from a judge output ("Result: A", or just "B"); None when unparseable."""
+    """'A' or 'B' from a judge output; None when unparseable.
+
+    Accepted verdicts: `Result: A`, `**Result:** A`, `Result: [[A]]`, `[[A]]` (the last verdict in
+    the text wins, so reasoning that mentions a format first does not count), or a reply that is
+    only the letter."""
     if not isinstance(text, str):
         return None
-    m = _RESULT_RE.search(text) or _BARE_CHOICE_RE.match(text)
+    hits = [(m.start(), m.group(1)) for rx in (_RESULT_RE, _BRACKET_RE) for m in rx.finditer(text)]
+    if hits:
+        return max(hits)[1].upper()
+    m = _BARE_CHOICE_RE.match(text)
     return m.group(1).upper() if m else None
 
 
@@ -72,7 +91,7 @@ class _GenerativeRM(RewardModel):
         self.tokenizer = tokenizer
         self.model = place_model(model, opts, spec).eval()
         self.device = model_device(self.model, self.device)
-        self.max_new_tokens = int(spec.get("max_new_tokens", 16))
+        self.max_new_tokens = int(spec.get("max_new_tokens", DEFAULT_MAX_NEW_TOKENS))
         self.max_length = effective_max_length(tokenizer, spec.get("max_length"), model)
         n_pos = getattr(model.config, "max_position_embeddings", None)
         if n_pos and self.max_length + self.max_new_tokens > n_pos:  # prompt + reply must fit the positions
@@ -153,6 +172,12 @@ class GenerativePairwiseRM(_GenerativeRM):
         self.n_parsed = 0
         self.n_pairs = 0
         self.n_pair_failures = 0
+        self.n_both_right = 0
+        self.reference_answers: dict = {}
+        self._score_cache: dict = {}
+        self.n_score_comparisons = 0
+        m = spec.get("score_opponents")
+        self.score_opponents = None if m is None else int(m)
 
     def chosen_first(self, pair: PairRequest) -> bool:
         """The seeded order of a pair (config seed + the pair's texts)."""
@@ -190,23 +215,97 @@ class GenerativePairwiseRM(_GenerativeRM):
                 continue  # any unparseable order makes the pair a failure (wrong, reported)
             wins = [float((pk == "A") == ca) for pk, ca in zip(d["picks"], d["chosen_is_a"])]
             prefs[i] = float(np.mean(wins))
+            d["both_right"] = bool(all(wins))
+        self.n_both_right += int(np.sum([bool(d.get("both_right")) for d in details]))
         failures = int(np.isnan(prefs).sum())
         self.n_pairs += len(pairs)
         self.n_pair_failures += failures
         return CompareOutput(prefs=prefs, failures=failures, details=details)
 
+    def set_reference_answers(self, answers: dict) -> None:
+        """{(question, profile tuple): answer} to compare lone answers with in `score()`."""
+        self.reference_answers = {(q, tuple(p)): a for (q, p), a in answers.items()}
+
+    def _schedule(self, idx: list[int], q: str, prof: tuple) -> list[tuple[int, int]]:
+        """Unordered pairs to judge among sibling answers: all of them (round-robin) unless
+        `score_opponents` m is set and 2m < n - 1; then a seeded circulant tournament: in a seeded
+        permutation each answer meets the m answers after it (and so the m before it)."""
+        n = len(idx)
+        m = self.score_opponents
+        if m is None or 2 * m >= n - 1:
+            return [(idx[a], idx[b]) for a in range(n) for b in range(a + 1, n)]
+        rng = np.random.default_rng(stable_seed(self.seed, "round-robin", q, "\x1e".join(prof)))
+        perm = [idx[t] for t in rng.permutation(n)]
+        return [(perm[t], perm[(t + d) % n]) for t in range(n) for d in range(1, m + 1)]
+
+    def _prefs_cached(self, pairs: list[tuple[str, tuple, str, str]]) -> list[float]:
+        """P(first answer preferred) for (question, profile, a, b) tuples; each unordered pair is
+        judged once per RM instance (cache), identical answers are a tie without a call."""
+        cache = self._score_cache
+        todo, seen = [], set()
+        for q, prof, a, b in pairs:
+            if a == b:
+                continue
+            key = (q, prof) + tuple(sorted((a, b)))
+            if key not in cache and key not in seen:
+                seen.add(key)
+                todo.append(key)
+        if todo:
+            out = self.compare([PairRequest(q, x, y, prof) for q, prof, x, y in todo])
+            for key, p in zip(todo, out.prefs):
+                cache[key] = float(p)
+            self.n_score_comparisons += len(todo)
+        res = []
+        for q, prof, a, b in pairs:
+            if a == b:
+                res.append(0.5)
+                continue
+            x, y = sorted((a, b))
+            p = cache[(q, prof, x, y)]  # P(x preferred over y)
+            res.append(p if a == x else (float("nan") if np.isnan(p) else 1.0 - p))
+        return res
+
     def score(self, requests: Sequence[ScoreRequest]) -> ScoreOutput:
-        """Win rate of each answer against the fixed reference answer (0, 0.5 or 1; NaN = failure)."""
-        pairs = [PairRequest(r.question, r.answer, self.reference_answer, tuple(r.profile)) for r in requests]
-        out = self.compare(pairs)
-        return ScoreOutput(scores=out.prefs, failures=out.failures,
-                           raw=[" || ".join(d["raw"]) for d in out.details])
+        """Round-robin win rate of each answer among the answers to the same (question, profile).
+
+        Every unordered pair of sibling answers is judged once (seeded order, or both orders with
+        `both_orders`); an answer's score is its mean preference over its opponents, NaN
+        comparisons (parse failures) left out; NaN when all of them failed. A lone answer is
+        compared with its reference answer (see the module docstring)."""
+        groups: dict[tuple, list[int]] = {}
+        for i, r in enumerate(requests):
+            groups.setdefault((r.question, tuple(r.profile)), []).append(i)
+        jobs: list[tuple[int, tuple]] = []  # (request index, (q, profile, answer, opponent))
+        lone_fixed = 0
+        for (q, prof), idx in groups.items():
+            if len(idx) == 1:
+                ref = self.reference_answers.get((q, prof))
+                if ref is None:
+                    ref = self.reference_answer
+                    lone_fixed += 1
+                jobs.append((idx[0], (q, prof, requests[idx[0]].answer, ref)))
+                continue
+            for i, j in self._schedule(idx, q, prof):
+                jobs.append((i, (q, prof, requests[i].answer, requests[j].answer)))
+                jobs.append((j, (q, prof, requests[j].answer, requests[i].answer)))
+        if lone_fixed:
+            log.warning("RM %s: %d answers without siblings or a reference answer compared with the fixed "
+                        "answer %r (little signal)", self.name, lone_fixed, self.reference_answer)
+        prefs = self._prefs_cached([t for _, t in jobs])
+        per: list[list[float]] = [[] for _ in requests]
+        for (i, _), p in zip(jobs, prefs):
+            per[i].append(p)
+        scores = np.array([np.nanmean(v) if np.isfinite(v).any() else np.nan for v in map(np.asarray, per)])
+        failures = int(np.isnan(scores).sum())
+        return ScoreOutput(scores=scores, failures=failures,
+                           raw=[f"round-robin over {len(v)} opponent(s)" for v in per])
 
     def diagnostics(self) -> dict:
         d = self._base_diagnostics()
         d.update({"both_orders": self.both_orders, "pairs": self.n_pairs, "pair_failures": self.n_pair_failures,
                   "position_bias_a_rate": self.n_pick_a / self.n_parsed if self.n_parsed else None,
-                  "parsed": self.n_parsed})
+                  "parsed": self.n_parsed, "all_orders_right": self.n_both_right,
+                  "score_comparisons": self.n_score_comparisons})
         return d
 
 
