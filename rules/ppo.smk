@@ -29,7 +29,17 @@ PPO_RM_SPEC = {
     }
     for r in RMS
 }
-PPO_JUDGE_CFG = dict(JUDGE, **({"calibration": PPO_JUDGE_CALIBRATION} if JUDGE["backend"] == "minilm" else {}))
+PPO_RM_SPEC = canon(PPO_RM_SPEC)
+PPO_JUDGE_CFG = without_resource_keys(
+    dict(JUDGE, **({"calibration": PPO_JUDGE_CALIBRATION} if JUDGE["backend"] == "minilm" else {}))
+)
+# Each job gets the ppo keys it reads (prbench.ppo.TRAIN_PARAM_KEYS / EVAL_KEYS): editing an
+# evaluation or table setting does not retrain, editing ppo.bootstrap reruns only the table.
+PPO_TRAIN = pick(PPO, ["actor_lr", "critic_lr", "batch_size", "mini_batch_size", "ppo_epochs", "total_episodes",
+                       "response_length", "temperature", "kl_coef", "nan_reward", "save_steps",
+                       "per_device_batch_size", "local_rollout_forward_batch_size", "gradient_checkpointing",
+                       "max_prompt_tokens", "gpus"])
+PPO_EVAL = pick(PPO, ["temperature", "eval_greedy", "eval_max_new_tokens", "eval_questions_per_subset"])
 PPO_JUDGE_INPUT = [PPO_JUDGE_CALIBRATION] if JUDGE["backend"] == "minilm" else []
 PPO_JUDGE_B = _params_b(JUDGE, 1.0)
 
@@ -43,7 +53,7 @@ rule ppo_base_answers:
     params:
         policy_path=lambda wc: PPO_POLICY_PATH[wc.policy],
         trust_remote_code=lambda wc: PPO_POLICY_TRUST[wc.policy],
-        ppo=PPO,
+        ppo=PPO_EVAL,
         seed=SEED,
     log:
         "logs/ppo/{policy}/base_answers.log",
@@ -73,7 +83,7 @@ rule train_ppo:
         policy_path=lambda wc: PPO_POLICY_PATH[wc.policy],
         trust_remote_code=lambda wc: PPO_POLICY_TRUST[wc.policy],
         rm_spec=lambda wc: PPO_RM_SPEC[wc.rm],
-        ppo=PPO,
+        ppo=PPO_TRAIN,
         seed=SEED,
         out_dir=lambda wc: f"results/ppo/{wc.policy}/{wc.rm}",
     log:
@@ -105,7 +115,7 @@ rule eval_ppo:
         trust_remote_code=lambda wc: PPO_POLICY_TRUST[wc.policy],
         judge=PPO_JUDGE_CFG,
         cache=PPO_JUDGE_CACHE,
-        ppo=PPO,
+        ppo=PPO_EVAL,
         seed=SEED,
     log:
         "logs/ppo/{policy}/{rm}/eval.log",

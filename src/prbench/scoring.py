@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .io import iter_jsonl, read_json, write_csv, write_json, write_jsonl
+from .io import iter_jsonl, read_json, read_jsonl, write_csv, write_json, write_jsonl
 from .prompts import PairRequest, ScoreRequest
 from .seeding import stable_seed
 from .stats import bootstrap_ci
@@ -177,16 +177,28 @@ def _stats_cols(st: dict) -> dict:
     return {k: st[k] for k in ("n", "correct", "ties", "failures", "accuracy", "ci_low", "ci_high")}
 
 
-def accuracy_table(acc_paths: Sequence[str | Path], out_csv: str | Path):
-    """The tidy `benchmark_accuracy.csv`: one row per (rm, benchmark, level, group)."""
+def accuracy_table(acc_paths: Sequence[str | Path], out_csv: str | Path,
+                   pairs_paths: Sequence[str | Path] | None = None, n_boot: int | None = None, seed: int = 0):
+    """The tidy `benchmark_accuracy.csv`: one row per (rm, benchmark, level, group).
+
+    With `pairs_paths` (same order as `acc_paths`) and `n_boot`, the CIs are recomputed from the
+    per-pair results with `summarize` (the same seeds as `score_benchmark`): the table alone reads
+    `scoring.bootstrap`, so changing it reruns only this job (identical numbers at the same value)."""
     import pandas as pd
 
+    if pairs_paths is not None and len(pairs_paths) != len(acc_paths):
+        raise ValueError(f"accuracy_table: {len(acc_paths)} accuracy files but {len(pairs_paths)} pairs files")
     rows = []
-    for p in acc_paths:
+    for i, p in enumerate(acc_paths):
         summary = read_json(p)
         for key in ("rm", "benchmark", "overall"):
             if key not in summary:
                 raise ValueError(f"{p}: accuracy JSON lacks {key!r}")
+        if pairs_paths is not None and n_boot is not None:
+            results = read_jsonl(pairs_paths[i])
+            if len(results) != summary["overall"]["n"]:
+                raise ValueError(f"{pairs_paths[i]}: {len(results)} pairs but {p} counts {summary['overall']['n']}")
+            summary = summarize(results, summary["rm"], summary["benchmark"], int(n_boot), seed)
         rows.extend(accuracy_rows(summary))
     df = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     level_order = {"overall": 0, "section": 1, "subset": 2}
