@@ -49,7 +49,7 @@ if PPO_ENABLED and not DEMO:
         for _r in RMS:
             _plan = plan_for_config(config, _p, _r)
             if not _plan.fits:
-                raise ValueError(f"train_ppo {_p}/{_r}: " + refusal(_plan))
+                raise ValueError(f"train_ppo {_p}/{_r}: {refusal(_plan)}")
             PPO_GPUS[(_p, _r)] = _plan.gpus
 PPO_EVAL = pick(PPO, ["temperature", "eval_greedy", "eval_max_new_tokens", "eval_questions_per_subset"])
 PPO_JUDGE_INPUT = [PPO_JUDGE_CALIBRATION] if JUDGE["backend"] == "minilm" else []
