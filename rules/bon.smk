@@ -30,7 +30,8 @@ BON_CALIBRATION_FILES = (
     else []
 )
 BON_JUDGE_INPUT = [BON_JUDGE_CALIBRATION] if BON_MINILM else []
-BON_JUDGE_CFG = dict(JUDGE, **({"calibration": BON_JUDGE_CALIBRATION} if BON_MINILM else {}))
+# what loading the judge reads (params_b is a resource hint: resources only)
+BON_JUDGE_CFG = without_resource_keys(dict(JUDGE, **({"calibration": BON_JUDGE_CALIBRATION} if BON_MINILM else {})))
 BON_JUDGE_B = _params_b(JUDGE, 1.0)
 BON_POLICY_SPEC = {p: policy_spec(p) for p in POLICIES}
 BON_POLICY_B = {p: _params_b(config["policies"][p], 0.5) for p in POLICIES}
@@ -45,6 +46,7 @@ BON_RM_SPEC = {
     }
     for r in RMS
 }
+BON_RM_SPEC = canon(BON_RM_SPEC)
 BON_TABLE_INPUTS = {f"rm_{p}_{r}": f"results/bon/{p}/rm_scores/{r}.jsonl" for p in POLICIES for r in RMS}
 BON_TABLE_INPUTS.update({f"samples_{p}": f"results/bon/{p}/samples.jsonl" for p in POLICIES})
 BON_TABLE_INPUTS.update({f"judged_{p}": f"results/bon/{p}/judged.jsonl" for p in POLICIES})
@@ -60,11 +62,11 @@ rule sample_bon:
         shard="[0-9]+",
     params:
         policy=lambda wildcards: BON_POLICY_SPEC[wildcards.policy],
-        bon={
-            k: BON.get(k)
-            for k in ["n", "temperature", "top_p", "top_k", "repetition_penalty", "max_new_tokens",
-                      "backend", "shards", "batch_size", "questions_per_subset"]
-        },
+        bon=pick(
+            BON,
+            ["n", "temperature", "top_p", "top_k", "repetition_penalty", "max_new_tokens", "backend",
+             "shards", "batch_size", "questions_per_subset"],
+        ),
         seed=SEED,
     log:
         "logs/bon/{policy}/sample_{shard}.log",
@@ -110,7 +112,7 @@ if BON_MINILM:
         output:
             BON_JUDGE_CALIBRATION,
         params:
-            judge=JUDGE,
+            judge=without_resource_keys(JUDGE),
             seed=SEED,
             max_pairs=600,
         log:
@@ -138,7 +140,7 @@ rule judge_validity:
         judge=BON_JUDGE_CFG,
         seed=SEED,
         cache=BON_JUDGE_CACHE,
-        bootstrap=BON.get("bootstrap", 1000),
+        bootstrap=JUDGE.get("validity_bootstrap", 1000),  # judge.validity_bootstrap: this job only
     log:
         "logs/bon/judge_validity.log",
     benchmark:

@@ -63,23 +63,48 @@ def policy_model_input(wildcards):
 def rm_spec(name):
     """Everything a job needs to load an RM: the config entry plus the resolved model path.
     Passed through `params:` so editing an RM's entry reruns only that RM's jobs."""
-    spec = dict(rm_entry(name))
+    spec = {k: v for k, v in rm_entry(name).items() if k not in RESOURCE_KEYS}
     spec["name"] = name
     d = rm_model_dir(name)
     if d:
         spec["path"] = d
     elif "from_policy" in spec:
         spec["path"] = config["policies"][spec["from_policy"]]["path"]
-    return spec
+    return canon(spec)
+
+
+def canon(value):
+    """A key-order-free copy of a config value: dicts rebuilt with sorted keys, recursively.
+    Snakemake compares `params:` by repr, so two configs that differ only in key order give
+    the same params (and rerun nothing)."""
+    if isinstance(value, dict):
+        return {k: canon(value[k]) for k in sorted(value)}
+    if isinstance(value, (list, tuple)):
+        return [canon(v) for v in value]
+    return value
+
+
+def pick(section, keys):
+    """The keys of a config section one job reads (absent keys left out), key-order free."""
+    return canon({k: section[k] for k in keys if k in section})
+
+
+# Config keys that are resource hints (params_b) or read by one job only (judge.validity_bootstrap:
+# judge_validity), never part of the model entries other jobs receive as params.
+RESOURCE_KEYS = ("params_b", "validity_bootstrap")
+
+
+def without_resource_keys(entry):
+    return canon({k: v for k, v in entry.items() if k not in RESOURCE_KEYS})
 
 
 def policy_spec(name):
-    spec = dict(config["policies"][name])
+    spec = {k: v for k, v in config["policies"][name].items() if k not in RESOURCE_KEYS}
     spec["name"] = name
     d = policy_model_dir(name)
     if d:
         spec["path"] = d
-    return spec
+    return canon(spec)
 
 
 # ---- resources ---------------------------------------------------------------------------

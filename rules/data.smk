@@ -18,8 +18,8 @@ if DEMO:
             [f for files in DEMO_FILES.values() for f in files],
         params:
             seed=SEED,
-            demo=config["demo"],
-            data=config["data"],
+            demo=canon(config["demo"]),
+            data=canon(config["data"]),
             # the folder of the first output (`{source}/{subset}/{split}.jsonl`)
             personalized_dir=lambda w, output: str(Path(output[0]).parent.parent),
             general_dirs=demo_general_dirs(config),
@@ -48,8 +48,8 @@ rule prepare_personalized:
         prompts_eval="results/data/prompts/eval.jsonl",
         report="results/data/reports/personalized.json",
     params:
-        data=config["data"]["personalized"],
-        retriever=config["retriever"],
+        data=canon(config["data"]["personalized"]),
+        retriever=canon(config["retriever"]),
         seed=SEED,
     log:
         "logs/data/prepare_personalized.log",
@@ -74,7 +74,7 @@ rule prepare_baseline:
         train="results/data/train/{baseline}.jsonl",
         report="results/data/reports/{baseline}.json",
     params:
-        cfg=lambda w: config["data"]["baselines"][w.baseline],
+        cfg=lambda w: canon(config["data"]["baselines"][w.baseline]),
     log:
         "logs/data/prepare_baseline_{baseline}.log",
     benchmark:

@@ -20,7 +20,7 @@ rule train_demo_rm:
         rm="|".join(TRAINED_RMS) if TRAINED_RMS else "__none__",
     params:
         spec=lambda wildcards: rm_spec(wildcards.rm),
-        train=RM_TRAIN_CFG,
+        train=canon(RM_TRAIN_CFG),
         seed=SEED,
     log:
         "logs/models/train_demo_rm_{rm}.log",

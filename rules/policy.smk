@@ -12,7 +12,7 @@ rule train_demo_policy:
     wildcard_constraints:
         policy="|".join(TRAINED_POLICIES) if TRAINED_POLICIES else "__none__",
     params:
-        train=POLICY_TRAIN_CFG,
+        train=canon(POLICY_TRAIN_CFG),
         seed=SEED,
     log:
         "logs/models/train_demo_policy_{policy}.log",

@@ -32,7 +32,29 @@ PPO_RM_SPEC = {
     }
     for r in RMS
 }
-PPO_JUDGE_CFG = dict(JUDGE, **({"calibration": PPO_JUDGE_CALIBRATION} if JUDGE["backend"] == "minilm" else {}))
+PPO_RM_SPEC = canon(PPO_RM_SPEC)
+PPO_JUDGE_CFG = without_resource_keys(
+    dict(JUDGE, **({"calibration": PPO_JUDGE_CALIBRATION} if JUDGE["backend"] == "minilm" else {}))
+)
+# Each job gets the ppo keys it reads (prbench.ppo.TRAIN_PARAM_KEYS / EVAL_KEYS): editing an
+# evaluation or table setting does not retrain, editing ppo.bootstrap reruns only the table.
+PPO_TRAIN = pick(PPO, ["actor_lr", "critic_lr", "batch_size", "mini_batch_size", "ppo_epochs", "total_episodes",
+                       "response_length", "temperature", "kl_coef", "nan_reward", "save_steps",
+                       "per_device_batch_size", "local_rollout_forward_batch_size", "gradient_checkpointing",
+                       "max_prompt_tokens", "gpus"])
+# GPUs of each train_ppo job from the memory plan (prbench.ppo_memory): ppo.gpus, else the smallest
+# count that fits resources.gpu_mem_gb; a plan that does not fit stops here, naming the keys.
+PPO_GPUS = {}
+if PPO_ENABLED and not DEMO:
+    from prbench.ppo_memory import plan_for_config, refusal
+
+    for _p in POLICIES:
+        for _r in RMS:
+            _plan = plan_for_config(config, _p, _r)
+            if not _plan.fits:
+                raise ValueError(f"train_ppo {_p}/{_r}: {refusal(_plan)}")
+            PPO_GPUS[(_p, _r)] = _plan.gpus
+PPO_EVAL = pick(PPO, ["temperature", "eval_greedy", "eval_max_new_tokens", "eval_questions_per_subset"])
 PPO_JUDGE_INPUT = [PPO_JUDGE_CALIBRATION] if JUDGE["backend"] == "minilm" else []
 PPO_JUDGE_B = _params_b(JUDGE, 1.0)
 
@@ -46,7 +68,7 @@ rule ppo_base_answers:
     params:
         policy_path=lambda wc: PPO_POLICY_PATH[wc.policy],
         trust_remote_code=lambda wc: PPO_POLICY_TRUST[wc.policy],
-        ppo=PPO,
+        ppo=PPO_EVAL,
         seed=SEED,
     log:
         "logs/ppo/{policy}/base_answers.log",
@@ -76,7 +98,7 @@ rule train_ppo:
         policy_path=lambda wc: PPO_POLICY_PATH[wc.policy],
         trust_remote_code=lambda wc: PPO_POLICY_TRUST[wc.policy],
         rm_spec=lambda wc: PPO_RM_SPEC[wc.rm],
-        ppo=PPO,
+        ppo=PPO_TRAIN,
         seed=SEED,
         out_dir=lambda wc: f"results/ppo/{wc.policy}/{wc.rm}",
     log:
@@ -85,10 +107,11 @@ rule train_ppo:
         "benchmarks_out/ppo/{policy}/{rm}/train.tsv"
     threads: 1 if DEMO else 8
     resources:
-        # policy + critic trained, reference policy and RM for inference, all on one device
+        # host memory: policy + critic trained, reference policy and RM loaded
         mem_mb=lambda wc: mem_mb_for(2 * PPO_POLICY_B[wc.policy] + PPO_RM_B[wc.rm], train=True),
         runtime=30 if DEMO else 24 * 60,
-        gpu=0 if DEMO else 1,  # single-process trl run
+        # one training process per GPU, the RM on one more when > 1 (prbench.ppo_launch)
+        gpu=lambda wc: 0 if DEMO else PPO_GPUS[(wc.policy, wc.rm)],
     conda:
         "../envs/downstream.yaml"
     script:
@@ -108,7 +131,7 @@ rule eval_ppo:
         trust_remote_code=lambda wc: PPO_POLICY_TRUST[wc.policy],
         judge=PPO_JUDGE_CFG,
         cache=PPO_JUDGE_CACHE,
-        ppo=PPO,
+        ppo=PPO_EVAL,
         seed=SEED,
     log:
         "logs/ppo/{policy}/{rm}/eval.log",

@@ -12,7 +12,7 @@ rule score_benchmark:
         accuracy="results/scores/{rm}/{bench}.accuracy.json",
     params:
         spec=lambda wildcards: rm_spec(wildcards.rm),
-        scoring=config["scoring"],
+        scoring=pick(config["scoring"], ["max_length", "max_tokens_per_batch"]),
         seed=SEED,
         bench_kind=lambda wildcards: config["data"].get("baselines", {}).get(wildcards.bench, {}).get("kind"),
     log:
@@ -32,9 +32,14 @@ rule score_benchmark:
 
 rule accuracy_table:
     input:
-        expand("results/scores/{rm}/{bench}.accuracy.json", rm=RMS, bench=BENCHMARKS),
+        acc=expand("results/scores/{rm}/{bench}.accuracy.json", rm=RMS, bench=BENCHMARKS),
+        pairs=expand("results/scores/{rm}/{bench}.pairs.jsonl", rm=RMS, bench=BENCHMARKS),
     output:
         "results/tables/benchmark_accuracy.csv",
+    params:
+        # the table recomputes the CIs from the pairs, so scoring.bootstrap reruns only this job
+        bootstrap=config["scoring"].get("bootstrap", 1000),
+        seed=SEED,
     log:
         "logs/scoring/accuracy_table.log",
     benchmark:

@@ -5,17 +5,22 @@ import torch
 
 from prbench.io import write_json
 from prbench.log import setup_logging
-from prbench.ppo import train_ppo
+from prbench.ppo_launch import run_ppo_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(sm.log[0])
 torch.set_num_threads(max(1, sm.threads))
 t0 = time.time()
-summary = train_ppo(
-    sm.params.policy_path, dict(sm.params.rm_spec), sm.input.prompts, sm.params.out_dir,
-    sm.output.model, sm.output.train_log, dict(sm.params.ppo), sm.params.seed,
-    run_name=f"{sm.wildcards.policy}/{sm.wildcards.rm}", trust_remote_code=sm.params.trust_remote_code,
-)
+# One training process per GPU the job holds; the RM gets the last GPU when there is more than one
+# (prbench.ppo_launch). 0-1 GPUs: a single process, as before.
+gpus = int(sm.resources.get("gpu", 0) or 0)
+processes = gpus - 1 if gpus > 1 else 1
+spec = dict(policy_path=sm.params.policy_path, rm_spec=dict(sm.params.rm_spec), train_prompts=sm.input.prompts,
+            out_dir=sm.params.out_dir, model_out=sm.output.model, log_csv=sm.output.train_log,
+            ppo_cfg=dict(sm.params.ppo), seed=sm.params.seed, run_name=f"{sm.wildcards.policy}/{sm.wildcards.rm}",
+            trust_remote_code=sm.params.trust_remote_code, log=sm.log[0])
+log.info("train_ppo: %d GPU(s) -> %d training process(es)", gpus, processes)
+summary = run_ppo_job(spec, processes)
 summary["seconds"] = round(time.time() - t0, 1)
 write_json(sm.output.summary, summary)
 log.info("PPO %s/%s done: %s", sm.wildcards.policy, sm.wildcards.rm, summary)

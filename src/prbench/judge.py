@@ -173,7 +173,11 @@ class TransformersJudge(_LLMJudge):
         tokenizer.padding_side = "left"
         self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
         self.retries, self.seed = retries, seed
-        self.judge_id = f"transformers:{model_ref}:{_RUBRIC_HASH}:{max_new_tokens}:{retries}:{seed}"
+        # the cache key covers the loaded snapshot's revision (hub commit; "local" for a folder) and
+        # the weights' dtype (bf16 and fp32 judgements differ)
+        revision = getattr(getattr(model, "config", None), "_commit_hash", None) or "local"
+        self.judge_id = (f"transformers:{model_ref}@{revision}:{_RUBRIC_HASH}:{max_new_tokens}:{retries}:{seed}"
+                         f":{str(next(model.parameters()).dtype).replace('torch.', '')}")
 
     def _generate(self, prompts, attempt, seeds):
         import torch
@@ -211,7 +215,7 @@ class VLLMJudge(_LLMJudge):
                        dtype=dtype if dtype != "auto" else "auto", seed=seed, **(engine or {}))
         self.tokenizer = self.llm.get_tokenizer()
         self.max_new_tokens, self.retries, self.seed = max_new_tokens, retries, seed
-        self.judge_id = f"vllm:{model_ref}:{_RUBRIC_HASH}:{max_new_tokens}:{retries}:{seed}"
+        self.judge_id = f"vllm:{model_ref}:{_RUBRIC_HASH}:{max_new_tokens}:{retries}:{seed}:{dtype}"
 
     def _generate(self, prompts, attempt, seeds):  # pragma: no cover - needs vllm + GPU
         from vllm import SamplingParams

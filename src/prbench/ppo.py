@@ -52,7 +52,8 @@ log = logging.getLogger("prbench.ppo")
 PROMPT_FIELDS = ("question_id", "subset", "question", "profile")
 # Settings that change what a run computes (part of the checkpoint fingerprint).
 TRAIN_KEYS = ("actor_lr", "critic_lr", "batch_size", "mini_batch_size", "ppo_epochs", "total_episodes",
-              "response_length", "temperature", "kl_coef", "nan_reward")
+              "response_length", "temperature", "kl_coef", "nan_reward", "per_device_batch_size",
+              "local_rollout_forward_batch_size", "gradient_checkpointing", "max_prompt_tokens", "world_size")
 CKPT_PREFIX = "step-"
 
 
@@ -139,22 +140,73 @@ def load_rm(spec: dict):
 # ---------------------------------------------------------------------------------------------
 # settings
 # ---------------------------------------------------------------------------------------------
-def resolve_settings(ppo_cfg: dict, n_prompts: int) -> dict:
-    """Validated PPO settings with `total_episodes` and `total_steps` resolved."""
+def world_size() -> int:
+    """Training processes of this run (torchrun / accelerate set WORLD_SIZE; 1 otherwise)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def resolve_settings(ppo_cfg: dict, n_prompts: int, n_procs: int | None = None) -> dict:
+    """Validated PPO settings with `total_episodes`, `total_steps` and the per-process layout resolved.
+
+    Each optimizer step sees `mini_batch_size` rollouts in all: `world_size` processes x
+    `per_device_batch_size` micro-batch x `gradient_accumulation` (null per_device_batch_size = the
+    whole per-process mini-batch, no accumulation: the single-process default)."""
     s = {k: ppo_cfg.get(k) for k in TRAIN_KEYS}
+    s["world_size"] = int(n_procs if n_procs is not None else world_size())
     s["nan_reward"] = float(ppo_cfg.get("nan_reward", 0.0))
     s["save_steps"] = int(ppo_cfg.get("save_steps", 20))
+    s["gradient_checkpointing"] = bool(s["gradient_checkpointing"] or False)
     for k in ("batch_size", "mini_batch_size", "ppo_epochs", "response_length"):
         if not isinstance(s[k], int) or s[k] < 1:
             raise ValueError(f"config key ppo.{k}: must be a positive integer, got {s[k]!r}")
+    for k in ("per_device_batch_size", "local_rollout_forward_batch_size", "max_prompt_tokens"):
+        if s[k] is not None and (not isinstance(s[k], int) or s[k] < 1):
+            raise ValueError(f"config key ppo.{k}: must be a positive integer or null, got {s[k]!r}")
     if s["batch_size"] % s["mini_batch_size"]:
         raise ValueError("config key ppo.mini_batch_size: must divide ppo.batch_size")
+    n = s["world_size"]
+    if s["mini_batch_size"] % n:
+        raise ValueError(f"config keys ppo.mini_batch_size / ppo.gpus: {n} training processes do not divide "
+                         f"ppo.mini_batch_size {s['mini_batch_size']}")
+    s["local_batch_size"] = s["batch_size"] // n
+    s["local_mini_batch_size"] = s["mini_batch_size"] // n
+    s["micro_batch_size"] = s["per_device_batch_size"] or s["local_mini_batch_size"]
+    if s["local_mini_batch_size"] % s["micro_batch_size"]:
+        raise ValueError(f"config key ppo.per_device_batch_size: {s['micro_batch_size']} does not divide the "
+                         f"per-process mini-batch {s['local_mini_batch_size']}")
+    s["gradient_accumulation"] = s["local_mini_batch_size"] // s["micro_batch_size"]
+    s["rollout_chunk"] = min(s["local_batch_size"], s["local_rollout_forward_batch_size"] or 64)
     if s["batch_size"] > n_prompts:
         raise ValueError(f"config key ppo.batch_size: {s['batch_size']} is larger than the {n_prompts} training prompts")
     if s["total_episodes"] is None:
         s["total_episodes"] = n_prompts
     s["total_steps"] = math.ceil(s["total_episodes"] / s["batch_size"])
     return s
+
+
+def cap_prompt_rows(rows: Sequence[dict], tok, max_tokens: int | None) -> tuple[list[dict], dict]:
+    """Rows whose rendered policy prompt fits `max_tokens`: profile posts are dropped from the end
+    of the list first (the lowest-ranked: `profile` lists the retrieved posts best first).
+    Returns the rows and the counts (prompts capped, posts dropped). A prompt that does not fit even
+    without profile posts is an error naming ppo.max_prompt_tokens."""
+    stats = {"prompts_capped": 0, "posts_dropped": 0}
+    if max_tokens is None:
+        return list(rows), stats
+    out = []
+    for row in rows:
+        profile = list(row.get("profile", []))
+        n0 = len(profile)
+        while len(tokenize_prompt(tok, render_policy_prompt(tok, {**row, "profile": profile}))) > max_tokens:
+            if not profile:
+                raise ValueError(f"config key ppo.max_prompt_tokens: {max_tokens} tokens do not hold the question "
+                                 f"of prompt {row['question_id']} even without profile posts")
+            profile.pop()
+        if len(profile) < n0:
+            stats["prompts_capped"] += 1
+            stats["posts_dropped"] += n0 - len(profile)
+            row = {**row, "profile": profile}
+        out.append(row)
+    return out, stats
 
 
 def fingerprint(*parts) -> str:
@@ -170,11 +222,17 @@ class PromptBatches:
 
     Batch g is batch g % per_epoch of epoch g // per_epoch (incomplete last batch dropped, as
     trl does). Iteration starts at batch `start`, so a resumed run skips exactly the batches
-    the interrupted run already used. No global RNG is touched.
+    the interrupted run already used. No global RNG is touched. With `world` processes, process
+    `rank` gets its contiguous slice of each global batch (batch_size / world prompts).
     """
 
-    def __init__(self, dataset, batch_size: int, collate: Callable, seed: int, start: int = 0):
+    def __init__(self, dataset, batch_size: int, collate: Callable, seed: int, start: int = 0,
+                 rank: int = 0, world: int = 1):
         self.dataset, self.batch_size, self.collate, self.seed, self.start = dataset, batch_size, collate, seed, start
+        self.rank, self.world = rank, world
+        if batch_size % world:
+            raise ValueError(f"ppo.batch_size {batch_size} is not divisible by the {world} training processes")
+        self.local = batch_size // world
         self.per_epoch = len(dataset) // batch_size
         if self.per_epoch < 1:
             raise ValueError(f"ppo.batch_size {batch_size} is larger than the {len(dataset)} training prompts")
@@ -188,8 +246,9 @@ class PromptBatches:
 
     def __iter__(self):
         g = self.start
+        lo = self.rank * self.local
         while True:
-            yield self.collate([self.dataset[i] for i in self.batch_indices(g)])
+            yield self.collate([self.dataset[i] for i in self.batch_indices(g)[lo:lo + self.local]])
             g += 1
 
     def __len__(self) -> int:
@@ -240,16 +299,32 @@ def _set_rng_state(st: dict) -> None:
         torch.cuda.set_rng_state_all(st["cuda"])
 
 
+def _all_sum(values: Sequence[float]) -> list[float]:
+    """Sum over the training processes (identity in a single process)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return [float(v) for v in values]
+    t = torch.tensor([float(v) for v in values], dtype=torch.float64)
+    if dist.get_backend() == "nccl":
+        t = t.cuda()
+    dist.all_reduce(t)
+    return [float(v) for v in t.cpu()]
+
+
 def _log_row(step: int, episode: int, logs: dict, adapter_stats) -> dict:
+    raw_sum, raw_n, failures, scored = _all_sum([float(np.sum(adapter_stats.raw)) if adapter_stats.raw else 0.0,
+                                                 len(adapter_stats.raw), adapter_stats.failures,
+                                                 adapter_stats.scored])
     row: dict[str, Any] = {
         "step": step,
         "episode": episode,
         "reward": logs.get("objective/scores"),
         "kl": logs.get("objective/kl"),
         "entropy": logs.get("objective/entropy"),
-        "reward_raw_mean": float(np.mean(adapter_stats.raw)) if adapter_stats.raw else float("nan"),
-        "reward_failures": adapter_stats.failures,
-        "reward_scored": adapter_stats.scored,
+        "reward_raw_mean": raw_sum / raw_n if raw_n else float("nan"),
+        "reward_failures": int(failures),
+        "reward_scored": int(scored),
     }
     for k, v in logs.items():
         if k in ("eps",):  # wall-clock throughput: not reproducible, kept out of the table
@@ -304,23 +379,37 @@ class _PPORun:
 
     # -- checkpoint IO ---------------------------------------------------------------------------
     def save_checkpoint(self, step: int, episode: int) -> Path:
+        """Process 0 writes weights, optimizer (identical on every DDP process), scheduler, log and
+        state; every process writes its own RNG state and reward counters (rng-rank{i}.pt)."""
         tr = self.trainer
-        wrapper = tr.accelerator.unwrap_model(tr.model)
+        acc = tr.accelerator
+        rank = acc.process_index
+        wrapper = acc.unwrap_model(tr.model)
         final = self.ckpt_root / f"{CKPT_PREFIX}{step:06d}"
         tmp = self.ckpt_root / f".tmp-{CKPT_PREFIX}{step:06d}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
+        if rank == 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+        acc.wait_for_everyone()
+        torch.save({"rng": _rng_state(), "failures": self.adapter.total.failures, "scored": self.adapter.total.scored},
+                   tmp / f"rng-rank{rank}.pt")
+        acc.wait_for_everyone()
+        if rank == 0:
+            self._write_checkpoint(tmp, final, step, episode, wrapper)
+        acc.wait_for_everyone()
+        return final
+
+    def _write_checkpoint(self, tmp: Path, final: Path, step: int, episode: int, wrapper) -> None:
+        tr = self.trainer
         wrapper.policy.save_pretrained(tmp / "policy", safe_serialization=True)
         tr.processing_class.save_pretrained(tmp / "policy")
         wrapper.value_model.save_pretrained(tmp / "value", safe_serialization=True)
         torch.save(tr.optimizer.state_dict(), tmp / "optimizer.pt")
         torch.save(tr.lr_scheduler.state_dict(), tmp / "scheduler.pt")
-        torch.save(_rng_state(), tmp / "rng.pt")
         write_jsonl(tmp / "log.jsonl", self.rows_log)
         write_json(tmp / "state.json", {
             "step": step, "episode": episode, "total_steps": self.settings["total_steps"],
-            "fingerprint": self.fp, "reward_failures_total": self.adapter.total.failures,
-            "reward_scored_total": self.adapter.total.scored,
+            "fingerprint": self.fp, "world_size": self.settings["world_size"],
         })
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
@@ -328,7 +417,6 @@ class _PPORun:
             if old != final:
                 shutil.rmtree(old, ignore_errors=True)
         log.info("checkpoint %s (step %d/%d)", final, step, self.settings["total_steps"])
-        return final
 
     # -- build + train ---------------------------------------------------------------------------
     def build(self, ckpt: Path | None):
@@ -358,6 +446,11 @@ class _PPORun:
             if getattr(m, "generation_config", None) is not None:
                 m.generation_config.pad_token_id = tok.pad_token_id
 
+        self.prompt_rows, self.cap_stats = cap_prompt_rows(self.prompt_rows, tok, s["max_prompt_tokens"])
+        if self.cap_stats["prompts_capped"]:
+            log.warning("ppo.max_prompt_tokens %d: dropped %d lowest-ranked profile posts from %d of %d prompts",
+                        s["max_prompt_tokens"], self.cap_stats["posts_dropped"], self.cap_stats["prompts_capped"],
+                        len(self.prompt_rows))
         if hasattr(self.rm, "set_reference_answers"):
             self.rm.set_reference_answers(base_reference_answers(base_model, tok, self.prompt_rows, s, self.seed))
         index = PromptIndex(self.prompt_rows, tok)
@@ -372,16 +465,17 @@ class _PPORun:
             output_dir=str(self.ckpt_root),
             seed=self.seed,
             learning_rate=s["actor_lr"],
-            per_device_train_batch_size=s["batch_size"],
-            gradient_accumulation_steps=1,
-            num_mini_batches=n_mini,
+            # trl ties its local batch to per_device x accumulation; the layout is set right below
+            per_device_train_batch_size=s["micro_batch_size"],
+            gradient_accumulation_steps=s["gradient_accumulation"],
+            num_mini_batches=1,
             num_ppo_epochs=s["ppo_epochs"],
             total_episodes=s["total_episodes"],
             response_length=s["response_length"],
             temperature=s["temperature"],
             kl_coef=s["kl_coef"],
             stop_token="eos",
-            local_rollout_forward_batch_size=min(s["batch_size"], 64),
+            local_rollout_forward_batch_size=s["rollout_chunk"],
             num_sample_generations=0,
             save_strategy="no",          # checkpoints are written by CheckpointAndLog
             logging_steps=1,
@@ -389,9 +483,12 @@ class _PPORun:
             disable_tqdm=True,
             bf16=cuda,
             use_cpu=not cuda,
-            gradient_checkpointing=False,
+            gradient_checkpointing=s["gradient_checkpointing"],
             dataloader_num_workers=0,
         )
+        if s["gradient_checkpointing"]:  # trl's PPO loop does not enable it itself
+            for m in (policy, value):
+                m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         optimizer = torch.optim.AdamW([
             {"params": [p for p in policy.parameters() if p.requires_grad], "lr": s["actor_lr"]},
             {"params": [p for p in value.parameters() if p.requires_grad], "lr": s["critic_lr"]},
@@ -402,21 +499,33 @@ class _PPORun:
                              reward_model=self.adapter, train_dataset=dataset, value_model=value,
                              data_collator=collate, optimizers=(optimizer, scheduler),
                              callbacks=[_make_callback(self)] + list(self.extra_callbacks))
+        # trl 1.12 derives local batch = per_device x accumulation; our layout: each process rolls
+        # out batch_size / world prompts, splits them into num_mini mini-batches of
+        # mini_batch_size / world, each one optimizer step over `gradient_accumulation` micro-batches.
+        a = trainer.args
+        if a.world_size != s["world_size"]:
+            raise RuntimeError(f"PPO planned for {s['world_size']} processes but runs in {a.world_size}")
+        a.num_mini_batches = n_mini
+        a.local_batch_size, a.batch_size = s["local_batch_size"], s["batch_size"]
+        a.local_mini_batch_size, a.mini_batch_size = s["local_mini_batch_size"], s["mini_batch_size"]
+        a.num_total_batches = s["total_steps"]
         start = 0
         if ckpt is not None:
             state = read_json(ckpt / "state.json")
             trainer.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", map_location="cpu", weights_only=False))
             trainer.lr_scheduler.load_state_dict(torch.load(ckpt / "scheduler.pt", weights_only=False))
             self.resume_state = state
-            self.resume_rng = torch.load(ckpt / "rng.pt", weights_only=False)
+            mine = torch.load(ckpt / f"rng-rank{trainer.accelerator.process_index}.pt", weights_only=False)
+            self.resume_rng = mine["rng"]
             self.rows_log = read_jsonl(ckpt / "log.jsonl") if (ckpt / "log.jsonl").stat().st_size else []
-            self.adapter.total.failures = int(state.get("reward_failures_total", 0))
-            self.adapter.total.scored = int(state.get("reward_scored_total", 0))
+            self.adapter.total.failures = int(mine["failures"])
+            self.adapter.total.scored = int(mine["scored"])
             start = int(state["step"])
             # trl loops `for update in range(1, args.num_total_batches + 1)`, evaluated after
             # on_train_begin; the scheduler above was built for the full run.
             trainer.args.num_total_batches = s["total_steps"] - start
-        trainer.dataloader = PromptBatches(dataset, s["batch_size"], collate, self.seed, start=start)
+        trainer.dataloader = PromptBatches(dataset, s["batch_size"], collate, self.seed, start=start,
+                                           rank=trainer.accelerator.process_index, world=s["world_size"])
         self.trainer = trainer
         return trainer, tok
 
@@ -469,21 +578,27 @@ def train_ppo(
         log.info("PPO %s: %d steps x %d rollouts (%d prompts), response_length %d", run_name,
                  settings["total_steps"], settings["batch_size"], len(rows), settings["response_length"])
         trainer.train()
-    policy = trainer.accelerator.unwrap_model(trainer.model).policy
-    model_out = Path(model_out)
-    tmp = model_out.with_name(f".{model_out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    policy.save_pretrained(tmp, safe_serialization=True)
-    tok.save_pretrained(tmp)
-    shutil.rmtree(model_out, ignore_errors=True)
-    os.replace(tmp, model_out)
+    acc = trainer.accelerator
+    failures, scored = _all_sum([run.adapter.total.failures, run.adapter.total.scored])
     df = pd.DataFrame(run.rows_log)
     if df.empty or len(df) != settings["total_steps"] or list(df["step"]) != list(range(1, settings["total_steps"] + 1)):
         raise RuntimeError(f"PPO log has steps {list(df.get('step', []))}, expected 1..{settings['total_steps']}")
-    write_csv(log_csv, df)
+    if acc.is_main_process:  # one writer for the final policy and the log
+        policy = acc.unwrap_model(trainer.model).policy
+        model_out = Path(model_out)
+        tmp = model_out.with_name(f".{model_out.name}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        policy.save_pretrained(tmp, safe_serialization=True)
+        tok.save_pretrained(tmp)
+        shutil.rmtree(model_out, ignore_errors=True)
+        os.replace(tmp, model_out)
+        write_csv(log_csv, df)
+    acc.wait_for_everyone()
     summary = {
         "steps": settings["total_steps"], "episodes": settings["total_episodes"], "resumed_from": resumed_from,
-        "reward_failures": run.adapter.total.failures, "reward_scored": run.adapter.total.scored,
+        "reward_failures": int(failures), "reward_scored": int(scored), "processes": settings["world_size"],
+        "micro_batch_size": settings["micro_batch_size"], "gradient_accumulation": settings["gradient_accumulation"],
+        **run.cap_stats,
     }
     if summary["reward_failures"]:
         log.warning("PPO %s: RM failed on %d of %d rollouts (nan_reward=%g used)", run_name,

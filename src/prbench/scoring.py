@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .io import iter_jsonl, read_json, write_csv, write_json, write_jsonl
+from .io import iter_jsonl, read_json, read_jsonl, write_csv, write_json, write_jsonl
 from .prompts import PairRequest, ScoreRequest
 from .seeding import stable_seed
 from .official import KINDS as OFFICIAL_KINDS
@@ -156,6 +156,20 @@ def summarize(results: Sequence[dict], rm_name: str, bench: str, n_boot: int, se
     return summary
 
 
+def add_official(summary: dict, bench_kind: str | None, results: Sequence[dict], n_boot: int, seed: int) -> None:
+    """A baseline's official headline score (prbench.official) into `summary["official"]`, with the
+    benchmark kind recorded so the table job can recompute its bootstrap (no-op for other kinds)."""
+    if bench_kind not in OFFICIAL_KINDS:
+        return
+    summary["bench_kind"] = bench_kind
+    summary["official"] = official_stats(bench_kind, results, n_boot,
+                                         stable_seed(seed, summary["rm"], summary["benchmark"], "official"))
+    left = summary["official"].pop("_left_out")
+    if left:
+        log.warning("official %s score leaves out pairs of unknown subsets: %s", bench_kind, left)
+    log.info("official %s score %.4f", bench_kind, summary["official"]["overall"]["accuracy"])
+
+
 def score_benchmark(bench_path: str | Path, spec: dict, pairs_out: str | Path, acc_out: str | Path,
                     bench: str, seed: int = 0, scoring: dict | None = None, rm=None,
                     bench_kind: str | None = None) -> dict:
@@ -175,13 +189,7 @@ def score_benchmark(bench_path: str | Path, spec: dict, pairs_out: str | Path, a
     results, info = score_pairs(rm, rows)
     info["seconds"] = round(time.perf_counter() - t0, 3)
     summary = summarize(results, spec.get("name", rm.name), bench, int(scoring.get("bootstrap", 1000)), seed)
-    if bench_kind in OFFICIAL_KINDS:
-        summary["official"] = official_stats(bench_kind, results, int(scoring.get("bootstrap", 1000)),
-                                             stable_seed(seed, summary["rm"], bench, "official"))
-        left = summary["official"].pop("_left_out")
-        if left:
-            log.warning("official %s score leaves out pairs of unknown subsets: %s", bench_kind, left)
-        log.info("official %s score %.4f", bench_kind, summary["official"]["overall"]["accuracy"])
+    add_official(summary, bench_kind, results, int(scoring.get("bootstrap", 1000)), seed)
     summary["scoring"] = info
     summary["diagnostics"] = rm.diagnostics()
     o = summary["overall"]
@@ -212,19 +220,32 @@ def _stats_cols(st: dict) -> dict:
                                    "all_orders_right", "position_bias_a")}
 
 
-def accuracy_table(acc_paths: Sequence[str | Path], out_csv: str | Path):
+def accuracy_table(acc_paths: Sequence[str | Path], out_csv: str | Path,
+                   pairs_paths: Sequence[str | Path] | None = None, n_boot: int | None = None, seed: int = 0):
     """The tidy `benchmark_accuracy.csv`: one row per (rm, benchmark, level, group).
 
     Levels: `overall` (mean pair credit), `official` (baselines only: the benchmark's own headline
-    score, `prbench.official`; group `all` = overall, else section or domain), `section`, `subset`."""
+    score, `prbench.official`; group `all` = overall, else section or domain), `section`, `subset`.
+    With `pairs_paths` (same order as `acc_paths`) and `n_boot`, the CIs are recomputed from the
+    per-pair results with `summarize` (the same seeds as `score_benchmark`): the table alone reads
+    `scoring.bootstrap`, so changing it reruns only this job (identical numbers at the same value)."""
     import pandas as pd
 
+    if pairs_paths is not None and len(pairs_paths) != len(acc_paths):
+        raise ValueError(f"accuracy_table: {len(acc_paths)} accuracy files but {len(pairs_paths)} pairs files")
     rows = []
-    for p in acc_paths:
+    for i, p in enumerate(acc_paths):
         summary = read_json(p)
         for key in ("rm", "benchmark", "overall"):
             if key not in summary:
                 raise ValueError(f"{p}: accuracy JSON lacks {key!r}")
+        if pairs_paths is not None and n_boot is not None:
+            results = read_jsonl(pairs_paths[i])
+            if len(results) != summary["overall"]["n"]:
+                raise ValueError(f"{pairs_paths[i]}: {len(results)} pairs but {p} counts {summary['overall']['n']}")
+            kind = summary.get("bench_kind")
+            summary = summarize(results, summary["rm"], summary["benchmark"], int(n_boot), seed)
+            add_official(summary, kind, results, int(n_boot), seed)
         rows.extend(accuracy_rows(summary))
     df = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     level_order = {"overall": 0, "official": 1, "section": 2, "subset": 3}

@@ -1,0 +1,265 @@
+"""Memory plan of one trl PPO run (issue 13): the peak bytes per GPU, before the first step.
+
+The estimate follows what trl 1.12's experimental PPOTrainer holds on a training process's GPU:
+
+* weights: policy and critic in float32 with float32 gradients and two AdamW moments
+  (16 bytes per parameter each; every process holds full copies: plain DDP, no ZeRO), the
+  reference policy in bf16 (2 bytes per parameter);
+* rollout: `batch_generation` keeps the float32 scores of `generate(output_scores=True)` for the
+  whole local batch (local batch x response length x vocab x 4 bytes) and pads them into a second
+  tensor of the same size (2x at the peak), plus the KV cache of one generation chunk;
+  then, per chunk of `local_rollout_forward_batch_size` rows, the reference forward over the full
+  query + response (bf16 logits over prompt + response tokens) and a float32 log-softmax of the
+  response slice, while one copy of the rollout scores is still alive;
+* training: per micro-batch (`per_device_batch_size` rows) the policy-and-value forward over
+  prompt + response: bf16 logits, four float32 response-length x vocab tensors (scaled logits,
+  log-softmax, softmax and the entropy product) and the stored activations of both backbones
+  (34 bytes x hidden per token and layer, Korthikanti et al. 2022, flash/SDPA attention; with
+  gradient checkpointing 2 bytes x hidden per token and layer plus one layer's full activations);
+* the reward model in bf16 with the activations of one forward chunk; with more than one GPU the
+  RM lives on its own GPU (the last one), where every training process keeps its copy.
+
+Model shapes come from the model's `config.json` when it is a local folder, else from
+`KNOWN_CONFIGS` (the hub models of config.yaml), else from a generic shape scaled from the config
+entry's `params_b` (marked approximate). The GPU count of `train_ppo` is `ppo.gpus`, or the smallest
+count whose plan fits `resources.gpu_mem_gb`. `check_plan` raises with the config keys to change.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+GB = 1e9
+# The authors' prompt limit, assumed when ppo.max_prompt_tokens is null (prompts are not capped).
+DEFAULT_PROMPT_TOKENS = 8192
+
+# Shapes of the hub models config.yaml names (from their config.json; parameters counted once).
+KNOWN_CONFIGS: dict[str, dict] = {
+    "Qwen/Qwen2.5-0.5B-Instruct": dict(vocab_size=151936, hidden_size=896, num_hidden_layers=24,
+                                       num_attention_heads=14, num_key_value_heads=2, intermediate_size=4864,
+                                       params=0.494e9),
+    # Llama-3.1-8B backbone with a scalar head (no 128256 x 4096 LM head): 8.03B - 0.53B
+    "Skywork/Skywork-Reward-V2-Llama-3.1-8B": dict(vocab_size=128256, hidden_size=4096, num_hidden_layers=32,
+                                                  num_attention_heads=32, num_key_value_heads=8,
+                                                  intermediate_size=14336, params=7.50e9),
+}
+SHAPE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+              "intermediate_size")
+# Keys a refused plan names.
+TUNING_KEYS = ("ppo.gpus", "ppo.per_device_batch_size", "ppo.local_rollout_forward_batch_size",
+               "ppo.gradient_checkpointing", "ppo.max_prompt_tokens", "ppo.response_length", "ppo.batch_size",
+               "resources.gpu_mem_gb")
+
+
+@dataclass
+class ModelShape:
+    name: str
+    vocab_size: int
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    intermediate_size: int
+    params: float
+    source: str  # config.json | known | approximate
+
+
+def _params_from_shape(c: dict) -> float:
+    h, L, i, v = c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"], c["vocab_size"]
+    kv = c.get("num_key_value_heads") or c["num_attention_heads"]
+    head_dim = h // c["num_attention_heads"]
+    attn = 2 * h * h + 2 * h * kv * head_dim
+    per_layer = attn + 3 * h * i + 2 * h
+    emb = v * h * (1 if c.get("tie_word_embeddings", True) else 2)
+    return float(L * per_layer + emb)
+
+
+def model_shape(ref: str, params_b: float | None = None) -> ModelShape:
+    """The shape of a model: local config.json, the built-in table, or a generic approximation."""
+    p = Path(ref)
+    cfg_file = p / "config.json"
+    if cfg_file.is_file():
+        c = json.loads(cfg_file.read_text())
+        c = c.get("text_config", c) if "hidden_size" not in c else c
+        missing = [k for k in SHAPE_KEYS[:4] + ("intermediate_size",) if k not in c]
+        if missing:
+            raise ValueError(f"{cfg_file}: lacks {missing} (needed for the PPO memory plan)")
+        c.setdefault("num_key_value_heads", c["num_attention_heads"])
+        return ModelShape(ref, *(int(c[k]) for k in SHAPE_KEYS), _params_from_shape(c), "config.json")
+    if ref in KNOWN_CONFIGS:
+        return ModelShape(ref, **KNOWN_CONFIGS[ref], source="known")
+    if params_b is None:
+        raise ValueError(f"model {ref!r}: no local config.json, not in prbench.ppo_memory.KNOWN_CONFIGS and no "
+                         "params_b in its config entry; cannot plan PPO memory")
+    # generic decoder: 12 L h^2 parameters, 32 layers at >= 4B, vocab 128k
+    layers = 32 if params_b >= 4 else 24
+    h = int(math.sqrt(params_b * 1e9 / (12 * layers)) // 128 * 128) or 128
+    return ModelShape(ref, 128256, h, layers, max(1, h // 128), max(1, h // 512), int(3.5 * h), params_b * 1e9,
+                      "approximate")
+
+
+@dataclass
+class Plan:
+    gpus: int
+    train_processes: int
+    rm_own_gpu: bool
+    local_batch: int
+    per_device_batch_size: int
+    gradient_accumulation: int
+    rollout_chunk: int
+    prompt_tokens: int
+    response_length: int
+    gradient_checkpointing: bool
+    parts_gb: dict
+    train_gpu_gb: float
+    rm_gpu_gb: float
+    peak_gb: float
+    limit_gb: float
+
+    @property
+    def fits(self) -> bool:
+        return self.peak_gb <= self.limit_gb
+
+
+def layout(batch_size: int, mini_batch_size: int, gpus: int, per_device: int | None) -> tuple[int, int, int]:
+    """(training processes, per-device micro-batch, gradient accumulation) for `gpus` GPUs.
+
+    One GPU: one process with the RM beside it; more: gpus - 1 training processes, the RM on the
+    last GPU. Each optimizer step sees `mini_batch_size` rollouts in all:
+    processes x per_device x accumulation."""
+    procs = max(1, gpus - 1) if gpus > 1 else 1
+    if mini_batch_size % procs or batch_size % procs:
+        raise ValueError(f"config keys ppo.gpus / ppo.mini_batch_size: {procs} training processes do not divide "
+                         f"ppo.mini_batch_size {mini_batch_size} and ppo.batch_size {batch_size}")
+    per_proc = mini_batch_size // procs
+    m = per_device or per_proc
+    if per_proc % m:
+        raise ValueError(f"config key ppo.per_device_batch_size: {m} does not divide the per-process mini-batch "
+                         f"{per_proc} (ppo.mini_batch_size {mini_batch_size} / {procs} processes)")
+    return procs, m, per_proc // m
+
+
+def plan(policy: ModelShape, rm: ModelShape | None, ppo: dict, gpus: int, limit_gb: float) -> Plan:
+    """The per-GPU peak of a PPO run on `gpus` GPUs (0 = CPU: planned as one device)."""
+    g = max(1, int(gpus))
+    procs, m, accum = layout(ppo["batch_size"], ppo["mini_batch_size"], g, ppo.get("per_device_batch_size"))
+    local = ppo["batch_size"] // procs
+    chunk = min(local, ppo.get("local_rollout_forward_batch_size") or min(local, 64))
+    P = int(ppo.get("max_prompt_tokens") or DEFAULT_PROMPT_TOKENS)
+    R = int(ppo["response_length"])
+    T = P + R
+    gc = bool(ppo.get("gradient_checkpointing", False))
+    V, h, L = policy.vocab_size, policy.hidden_size, policy.num_hidden_layers
+    head_dim = h // policy.num_attention_heads
+    parts = {}
+    parts["policy+critic weights, grads, AdamW (fp32)"] = 2 * 16 * policy.params
+    parts["reference policy (bf16)"] = 2 * policy.params
+    weights = sum(parts.values())
+    rollout_logits = local * R * V * 4
+    kv_cache = 2 * L * policy.num_key_value_heads * head_dim * T * chunk * 2
+    ref_chunk = chunk * T * V * 2 + chunk * R * V * 4
+    rollout_peak = max(2 * rollout_logits, rollout_logits + ref_chunk) + kv_cache
+    parts["rollout: scores of the local batch (fp32, x2 while trl pads)"] = 2 * rollout_logits
+    parts["rollout: reference forward of one chunk"] = ref_chunk
+    act_per_layer = (2 if gc else 34) * h * T * m
+    acts = 2 * (L * act_per_layer + (34 * h * T * m if gc else 0))  # policy and value backbones
+    train_logits = m * T * V * 2 + 4 * m * R * V * 4
+    train_peak = acts + train_logits
+    parts["training: activations of policy and value (one micro-batch)"] = acts
+    parts["training: logits and entropy terms (one micro-batch)"] = train_logits
+    rm_gb = 0.0
+    rm_gpu = 0.0
+    if rm is not None:
+        rm_w = 2 * rm.params
+        rm_act = chunk * T * (4 * rm.hidden_size + 2 * rm.intermediate_size) * 2
+        parts["reward model (bf16) + one forward chunk"] = rm_w + rm_act
+        rm_gb = rm_w + rm_act
+        if g > 1:
+            rm_gpu = procs * rm_w + rm_act  # one copy per training process, one chunk at a time
+    train_gpu = weights + max(rollout_peak, train_peak) + (rm_gb if g == 1 else 0.0)
+    peak = max(train_gpu, rm_gpu)
+    return Plan(gpus=g, train_processes=procs, rm_own_gpu=g > 1, local_batch=local, per_device_batch_size=m,
+                gradient_accumulation=accum, rollout_chunk=chunk, prompt_tokens=P, response_length=R,
+                gradient_checkpointing=gc, parts_gb={k: round(v / GB, 2) for k, v in parts.items()},
+                train_gpu_gb=round(train_gpu / GB, 2), rm_gpu_gb=round(rm_gpu / GB, 2),
+                peak_gb=round(peak / GB, 2), limit_gb=float(limit_gb))
+
+
+def refusal(p: Plan) -> str:
+    return (f"PPO does not fit: peak {p.peak_gb:.1f} GB per GPU on {p.gpus} GPU(s) > resources.gpu_mem_gb "
+            f"{p.limit_gb:g} (largest parts: "
+            + ", ".join(f"{k} {v:.1f} GB" for k, v in sorted(p.parts_gb.items(), key=lambda kv: -kv[1])[:3])
+            + "). Change config keys " + ", ".join(TUNING_KEYS) + " (see benchmarks/ppo_memory.py).")
+
+
+def check_plan(p: Plan) -> Plan:
+    if not p.fits:
+        raise ValueError(refusal(p))
+    return p
+
+
+def shapes_for_config(config: dict, policy: str, rm: str) -> tuple[ModelShape, ModelShape | None]:
+    pol = config["policies"][policy]
+    entry = config["reward_models"][rm]
+    pol_ref = f"results/models/policy/{policy}" if pol.get("train") else pol["path"]
+    pshape = model_shape(pol_ref, pol.get("params_b"))
+    if entry.get("kind") == "length":
+        return pshape, None
+    if "train" in entry:
+        ref = f"results/models/rm/{rm}"
+    elif "from_policy" in entry:
+        ref = config["policies"][entry["from_policy"]]["path"]
+    else:
+        ref = entry["path"]
+    try:
+        rshape = model_shape(ref, entry.get("params_b"))
+    except ValueError:
+        if "train" in entry or "from_policy" in entry:  # built inside the DAG: not there yet at parse time
+            rshape = pshape
+        else:
+            raise
+    return pshape, rshape
+
+
+def plan_for_config(config: dict, policy: str, rm: str, gpus: int | None = None, max_gpus: int = 8) -> Plan:
+    """The plan at `gpus` GPUs (default `ppo.gpus`, else the smallest count from 1 to `max_gpus`
+    that fits; the last one tried when none does)."""
+    ppo = config["ppo"]
+    limit = float(config.get("resources", {}).get("gpu_mem_gb", 80))
+    pshape, rshape = shapes_for_config(config, policy, rm)
+    if gpus is None:
+        gpus = ppo.get("gpus")
+    if gpus is not None:
+        return plan(pshape, rshape, ppo, gpus, limit)
+    last = None
+    for g in range(1, max_gpus + 1):
+        try:
+            last = plan(pshape, rshape, ppo, g, limit)
+        except ValueError:
+            continue
+        if last.fits:
+            return last
+    if last is None:
+        raise ValueError("config keys ppo.mini_batch_size / ppo.per_device_batch_size: no GPU count from 1 to "
+                         f"{max_gpus} divides the batch")
+    return last
+
+
+def format_plan(p: Plan, title: str = "") -> str:
+    lines = [f"PPO memory plan {title}".rstrip(),
+             f"  layout: {p.gpus} GPU(s), {p.train_processes} training process(es)"
+             + (", RM on its own GPU" if p.rm_own_gpu else ", RM on the training GPU"),
+             f"  batch: local rollout batch {p.local_batch}, micro-batch {p.per_device_batch_size} x "
+             f"gradient accumulation {p.gradient_accumulation}, rollout chunk {p.rollout_chunk}, "
+             f"gradient checkpointing {'on' if p.gradient_checkpointing else 'off'}",
+             f"  tokens: prompt {p.prompt_tokens} + response {p.response_length}"]
+    for k, v in p.parts_gb.items():
+        lines.append(f"  {v:8.2f} GB  {k}")
+    lines.append(f"  training GPU {p.train_gpu_gb:.2f} GB" + (f", RM GPU {p.rm_gpu_gb:.2f} GB" if p.rm_own_gpu else ""))
+    return "\n".join(lines)
+
+
+def plan_dict(p: Plan) -> dict:
+    return asdict(p)

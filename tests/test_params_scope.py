@@ -1,0 +1,129 @@
+"""Each job's params hold exactly what it reads, in a key-order-free form (issue 13).
+
+A scratch working directory records, with `snakemake --touch -F`, the params of every job of the
+demo config (Snakemake's own metadata), and every output is then created. A dry run with only the
+`params` rerun trigger then lists the jobs whose recorded params differ from those of an edited
+config, plus (as Snakemake always does) the jobs downstream of them. Each edit of a table or
+analysis setting must rerun only the table/analysis job that reads it (and its figures); a
+resource hint (judge.params_b) and the same config with every mapping's keys in reverse order must
+rerun nothing.
+"""
+import base64
+import copy
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, snakemake_bin
+
+
+def _snakemake(workdir: Path, configfile: Path, *extra: str) -> str:
+    cmd = [snakemake_bin(), "--cores", "1", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+           "--configfile", str(configfile), *extra]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    return out
+
+
+def _recorded_outputs(workdir: Path) -> list[str]:
+    meta = workdir / ".snakemake" / "metadata"
+    out = []
+    for f in meta.rglob("*"):
+        if f.is_file():
+            key = str(f.relative_to(meta)).replace(os.sep, "")
+            out.append(base64.urlsafe_b64decode(key.encode()).decode())
+    return out
+
+
+def _jobs(out: str) -> set[str]:
+    if "Nothing to be done" in out:
+        return set()
+    return set(re.findall(r"^(?:local)?rule (\w+):", out, flags=re.M)) - {"all"}
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    """The demo config's DAG, every job recorded (params) and every output present."""
+    wd = tmp_path_factory.mktemp("params_scope")
+    cfg = REPO / "configs" / "demo.yaml"
+    _snakemake(wd, cfg, "--touch", "-F", "-q")
+    outputs = _recorded_outputs(wd)
+    assert len(outputs) > 50, outputs
+    for rel in outputs:
+        p = wd / rel
+        if p.suffix:  # a file
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.touch()
+        else:  # directory() outputs (model folders) have no suffix
+            p.mkdir(parents=True, exist_ok=True)
+    _snakemake(wd, cfg, "--touch", "-F", "-q")  # again, now that the files exist: fresh input records
+    return wd
+
+
+def _dry_run(wd: Path, cfg: dict, tmp_path: Path, name: str) -> set[str]:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return _jobs(_snakemake(wd, path, "-n", "--rerun-triggers", "params"))
+
+
+def _reverse_keys(x):
+    """Every mapping's keys in reverse order, except the order of the RM and policy entries
+    (that order is the row order of the tables, a legitimate output change)."""
+    if isinstance(x, dict):
+        return {k: _reverse_keys(x[k]) for k in reversed(list(x))}
+    if isinstance(x, list):
+        return [_reverse_keys(v) for v in x]
+    return x
+
+
+DEMO = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
+
+
+def _edit(section, key, value):
+    cfg = copy.deepcopy(DEMO)
+    cfg.setdefault(section, {})[key] = value
+    return cfg
+
+
+@pytest.mark.parametrize("name,cfg,expected", [
+    ("unchanged", DEMO, set()),
+    ("ppo_bootstrap", _edit("ppo", "bootstrap", 77), {"ppo_table"}),
+    # bon_table writes the curves with their bootstrap CIs, which the analysis reads
+    ("bon_bootstrap", _edit("bon", "bootstrap", 77),
+     {"bon_table", "correlations", "fig_bon_curves", "fig_scatter", "fig_correlations"}),
+    ("scoring_bootstrap", _edit("scoring", "bootstrap", 77), {"accuracy_table", "fig_accuracy"}),
+    ("correlation_bootstrap", _edit("correlation", "bootstrap", 77),
+     {"correlations", "fig_correlations", "fig_scatter"}),
+    ("judge_validity_bootstrap", _edit("judge", "validity_bootstrap", 77), {"judge_validity"}),
+    ("judge_params_b", _edit("judge", "params_b", 123.0), set()),
+])
+def test_edit_reruns_only_readers(scratch, tmp_path, name, cfg, expected):
+    jobs = _dry_run(scratch, cfg, tmp_path, name)
+    assert jobs == expected
+    assert jobs <= TABLE_AND_ANALYSIS | {"judge_validity"}  # never a model, sampling or judging job
+
+
+# The seconds-long table and figure jobs (Snakefile `localrules`).
+TABLE_AND_ANALYSIS = {"accuracy_table", "bon_table", "ppo_table", "correlations", "fig_accuracy",
+                      "fig_bon_curves", "fig_scatter", "fig_correlations", "fig_ppo_training"}
+
+
+def test_key_order_reruns_nothing(scratch, tmp_path):
+    cfg = _reverse_keys(DEMO)
+    for section in ("reward_models", "policies"):
+        cfg[section] = {k: _reverse_keys(DEMO[section][k]) for k in DEMO[section]}
+    assert list(cfg) != list(DEMO)
+    assert _dry_run(scratch, cfg, tmp_path, "reordered") == set()
+
+
+def test_a_read_setting_still_reruns(scratch, tmp_path):
+    """The converse: a training setting reruns training and everything downstream of it."""
+    jobs = _dry_run(scratch, _edit("ppo", "kl_coef", 0.123), tmp_path, "kl")
+    assert {"train_ppo", "eval_ppo", "ppo_table"} <= jobs
+    assert "ppo_base_answers" not in jobs and "score_benchmark" not in jobs

@@ -1,0 +1,62 @@
+"""PPO memory plan (issue 13): the paper config fits on the GPUs train_ppo requests, and one GPU is
+refused with a message naming the config keys."""
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+from prbench.config import load_config
+from prbench.ppo_memory import KNOWN_CONFIGS, ModelShape, model_shape, plan, plan_for_config, refusal
+
+QWEN = ModelShape("Qwen/Qwen2.5-0.5B-Instruct", **KNOWN_CONFIGS["Qwen/Qwen2.5-0.5B-Instruct"], source="known")
+
+
+def test_rollout_logits_match_the_issue_arithmetic():
+    # one process, batch 128, response 512, vocab 151936: 39.8 GB of float32 scores, 79.7 GB while padded
+    p = plan(QWEN, None, dict(batch_size=128, mini_batch_size=16, response_length=512, max_prompt_tokens=2000,
+                              local_rollout_forward_batch_size=64), 1, 80)
+    assert p.parts_gb["rollout: scores of the local batch (fp32, x2 while trl pads)"] == pytest.approx(79.7, abs=0.05)
+    # reference forward of one 64-row chunk at 2000-token prompts: 48.9 GB bf16 logits (+ fp32 response slice)
+    assert p.parts_gb["rollout: reference forward of one chunk"] == pytest.approx(48.85 + 19.9, abs=0.1)
+    assert not p.fits and "ppo.per_device_batch_size" in refusal(p)
+
+
+def test_known_shape_parameter_count_matches_table():
+    from prbench.ppo_memory import _params_from_shape
+
+    c = dict(KNOWN_CONFIGS["Qwen/Qwen2.5-0.5B-Instruct"])
+    assert _params_from_shape(c) == pytest.approx(c["params"], rel=0.02)
+
+
+def test_local_config_json_is_read(tmp_path):
+    (tmp_path / "config.json").write_text('{"vocab_size": 100, "hidden_size": 32, "num_hidden_layers": 2, '
+                                          '"num_attention_heads": 4, "intermediate_size": 64}')
+    s = model_shape(str(tmp_path))
+    assert s.source == "config.json" and s.vocab_size == 100 and s.num_key_value_heads == 4
+
+
+def test_paper_config_fits_on_requested_gpus_and_refuses_one():
+    cfg = load_config(REPO / "config.yaml")
+    for rm in cfg["reward_models"]:
+        p = plan_for_config(cfg, "qwen25_05b", rm)
+        assert p.fits and p.gpus > 1 and p.peak_gb <= cfg["resources"]["gpu_mem_gb"]
+    one = plan_for_config(cfg, "qwen25_05b", "skywork_v2_llama8b", gpus=1)
+    assert not one.fits
+    msg = refusal(one)
+    for key in ("ppo.gpus", "ppo.per_device_batch_size", "ppo.local_rollout_forward_batch_size",
+                "ppo.gradient_checkpointing", "resources.gpu_mem_gb"):
+        assert key in msg
+
+
+def test_benchmark_script_last_line_and_refusal():
+    out = subprocess.run([sys.executable, "benchmarks/ppo_memory.py"], cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    last = out.stdout.strip().splitlines()[-1]
+    m = re.fullmatch(r"peak per GPU: ([\d.]+) GB on (\d+) GPUs \(limit (\d+) GB\)", last)
+    assert m and float(m.group(1)) <= float(m.group(3))
+    bad = subprocess.run([sys.executable, "benchmarks/ppo_memory.py", "--gpus", "1"], cwd=REPO, capture_output=True,
+                         text=True)
+    assert bad.returncode == 1 and "ppo.per_device_batch_size" in bad.stderr
+    assert bad.stdout.strip().splitlines()[-1].endswith("on 1 GPUs (limit 80 GB)")
