@@ -56,8 +56,7 @@ REPLICA_MODEL_DIR = "results/replica/models"
 
 def replica_input(ref):
     """[ref] when `ref` is a replica model folder the DAG builds, else [] (hub ids, local paths)."""
-    name = ref[len(REPLICA_MODEL_DIR) + 1 :] if ref.startswith(REPLICA_MODEL_DIR + "/") else None
-    return [f"{REPLICA_MODEL_DIR}/{name}"] if name in REPLICA_MODELS else []
+    return [ref] if ref in {f"{REPLICA_MODEL_DIR}/{name}" for name in REPLICA_MODELS} else []
 
 
 def rm_model_input(wildcards):

@@ -4,6 +4,8 @@
 #   results/replica/data/...             the three benchmarks in their hub schemas (prbench.replica.data)
 # Model-consuming rules depend on these folders through common.smk's replica_input(); the data
 # files are the local sources of data.*, so the data rules pull them in by path.
+from pathlib import Path
+
 from prbench.replica.data import data_files
 
 REPLICA_DATA_DIR = "results/replica/data"
@@ -14,7 +16,8 @@ rule replica_data:
     output:
         [f for files in REPLICA_DATA_FILES.values() for f in files],
     params:
-        out_dir=REPLICA_DATA_DIR,
+        # the data folder: first output is {out_dir}/personalized/{subset}/{split}.jsonl
+        out_dir=lambda wildcards, output: str(Path(output[0]).parents[2]),
         data=REPLICA.get("data", {}),
         seed=REPLICA.get("seed", 0),
     log:
