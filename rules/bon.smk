@@ -60,8 +60,11 @@ rule sample_bon:
         shard="[0-9]+",
     params:
         policy=lambda wildcards: BON_POLICY_SPEC[wildcards.policy],
-        bon={k: BON.get(k) for k in ["n", "temperature", "top_p", "max_new_tokens", "backend", "shards",
-                                      "batch_size", "questions_per_subset"]},
+        bon={
+            k: BON.get(k)
+            for k in ["n", "temperature", "top_p", "top_k", "repetition_penalty", "max_new_tokens",
+                      "backend", "shards", "batch_size", "questions_per_subset"]
+        },
         seed=SEED,
     log:
         "logs/bon/{policy}/sample_{shard}.log",

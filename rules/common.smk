@@ -6,6 +6,7 @@ from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from prbench.config import check_config  # noqa: E402
+from prbench.rms import kind_info  # noqa: E402
 
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -117,7 +118,7 @@ def mem_mb_for(params_b, train=False):
 
 def rm_gpus(wildcards):
     entry = rm_entry(wildcards.rm)
-    return 0 if entry["kind"] == "length" else gpus_for(_params_b(entry))
+    return gpus_for(_params_b(entry)) if kind_info(entry["kind"]).uses_gpu else 0
 
 
 def rm_mem_mb(wildcards):

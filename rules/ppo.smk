@@ -17,7 +17,10 @@ PPO_JUDGE_CALIBRATION = "results/bon/judge_calibration.json"  # rule calibrate_j
 PPO_POLICY_PATH = {p: policy_spec(p)["path"] for p in POLICIES}
 PPO_POLICY_TRUST = {p: bool(config["policies"][p].get("trust_remote_code", False)) for p in POLICIES}
 PPO_POLICY_B = {p: _params_b(config["policies"][p], 0.5) for p in POLICIES}
-PPO_RM_B = {r: 0.0 if rm_entry(r)["kind"] == "length" else _params_b(rm_entry(r), 0.5) for r in RMS}
+PPO_RM_B = {
+    r: _params_b(rm_entry(r), 0.5) if kind_info(rm_entry(r)["kind"]).uses_gpu else 0.0
+    for r in RMS
+}
 # RM spec + the runtime keys the scoring stage also passes (seed, lengths, no progress bars)
 PPO_RM_SPEC = {
     r: {

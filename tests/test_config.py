@@ -109,3 +109,29 @@ def test_snakemake_stops_before_any_job(tmp_path, mutate, needle):
     assert proc.returncode != 0
     assert needle in out
     assert "Job stats" not in out
+
+
+@pytest.mark.parametrize("change, key", [
+    (lambda e: e.pop("path"), r"reward_models.skywork_v2_llama8b: RM kind 'classifier' needs exactly one model source"),
+    (lambda e: e.update(from_policy="qwen25_05b"), r"reward_models.skywork_v2_llama8b: .*found \['path', 'from_policy'\]"),
+    (lambda e: e.update(kind="length", use_profile=True), r"reward_models.skywork_v2_llama8b.use_profile"),
+    (lambda e: e.update(kind="nope"), r"reward_models.skywork_v2_llama8b.kind"),
+])
+def test_kind_capabilities_are_checked_naming_the_key(change, key):
+    """Whether a kind needs a model or can read the profile comes from the RM registry."""
+    from prbench.config import check_config
+
+    cfg = _load("config.yaml")
+    change(cfg["reward_models"]["skywork_v2_llama8b"])
+    with pytest.raises((ConfigError, ValueError), match=key):
+        check_config(cfg)
+
+
+def test_rm_kind_registry_capabilities():
+    from prbench.rms import KINDS, kind_info
+
+    schema = yaml.safe_load((REPO / "schemas/config.schema.yaml").read_text())
+    enum = schema["properties"]["reward_models"]["additionalProperties"]["properties"]["kind"]["enum"]
+    assert sorted(enum) == sorted(KINDS)
+    assert not kind_info("length").needs_model and not kind_info("length").uses_gpu
+    assert kind_info("generative_pairwise").pairwise and kind_info("classifier").needs_model

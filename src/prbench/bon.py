@@ -25,6 +25,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from .generation import sampling_settings
 from .io import read_jsonl, write_csv, write_jsonl
 from .seeding import stable_seed
 from .stats import bootstrap_ci
@@ -279,8 +280,7 @@ def sample_bon(prompts_path: str, policy_spec: dict, bon_cfg: dict, seed: int, s
     rows = select_questions(read_jsonl(prompts_path), bon_cfg.get("questions_per_subset"))
     mine = shard_rows(rows, shard, int(bon_cfg.get("shards", 1)))
     n = int(bon_cfg["n"])
-    gen_kw = dict(n=n, temperature=float(bon_cfg.get("temperature", 1.0)), top_p=float(bon_cfg.get("top_p", 1.0)),
-                  max_new_tokens=int(bon_cfg.get("max_new_tokens", 512)), seed=seed)
+    gen_kw = dict(n=n, **sampling_settings(bon_cfg), max_new_tokens=int(bon_cfg.get("max_new_tokens", 512)), seed=seed)
     log.info("shard %d/%d: %d questions x %d samples", shard, bon_cfg.get("shards", 1), len(mine), n)
     if not mine:
         answers = []

@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from .models import check_model_ref as _check_model_ref
+from .rms import kind_info
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
 
@@ -83,8 +84,13 @@ def check_config(config: dict) -> None:
                 f"config key {key}.from_policy: no policy named {entry['from_policy']!r} "
                 f"(known: {sorted(policies)})"
             )
-        if entry["kind"] == "length" and entry.get("use_profile"):
-            raise ConfigError(f"config key {key}.use_profile: a length scorer never reads the profile")
+        info = kind_info(entry["kind"], name)
+        if not info.can_read_profile and entry.get("use_profile"):
+            raise ConfigError(f"config key {key}.use_profile: a {entry['kind']} RM never reads the profile")
+        sources = [k for k in ("path", "train", "from_policy") if k in entry]
+        if info.needs_model and len(sources) != 1:
+            raise ConfigError(f"config key {key}: RM kind {entry['kind']!r} needs exactly one model source "
+                              f"(path, train or from_policy); found {sources or 'none'}")
     for name, entry in policies.items():
         if "path" in entry:
             check_model_ref(entry["path"], f"policies.{name}.path")

@@ -30,7 +30,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .models import auto_device, auto_dtype, resolve_model_ref
+from .generation import generation_config, neutralize, vllm_sampling_kwargs
+from .models import auto_device, auto_dtype, multi_gpu_kwargs, resolve_model_ref, vllm_engine_kwargs
 from .seeding import stable_seed
 
 log = logging.getLogger("prbench.judge")
@@ -156,10 +157,16 @@ class TransformersJudge(_LLMJudge):
         path = resolve_model_ref(model_ref)
         if model is None:
             tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+            spread = multi_gpu_kwargs(self.device)  # a 32B judge over the job's GPUs (device_map="auto")
             model = AutoModelForCausalLM.from_pretrained(
                 path, dtype=auto_dtype(dtype, self.device), trust_remote_code=trust_remote_code,
-                use_safetensors=use_safetensors).to(self.device)
+                use_safetensors=use_safetensors, **spread)
+            if not spread:
+                model = model.to(self.device)
+            else:
+                self.device = str(model.get_input_embeddings().weight.device)
         model.eval()
+        neutralize(model)  # greedy means greedy: the model's generation_config.json is ignored
         self.model, self.tokenizer = model, tokenizer
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
@@ -177,14 +184,15 @@ class TransformersJudge(_LLMJudge):
             idx = order[b:b + self.batch_size]
             enc = self.tokenizer([prompts[i] for i in idx], return_tensors="pt", padding=True,
                                  add_special_tokens=False).to(self.device)
-            kw = dict(max_new_tokens=self.max_new_tokens, pad_token_id=self.tokenizer.pad_token_id)
+            kw = dict(max_new_tokens=self.max_new_tokens, pad_token_id=self.tokenizer.pad_token_id,
+                      eos_token_id=self.model.generation_config.eos_token_id or self.tokenizer.eos_token_id)
             if attempt == 0:
-                kw.update(do_sample=False)
+                cfg = generation_config(do_sample=False, **kw)
             else:
                 torch.manual_seed(seeds[idx[0]])  # seeded retry, deterministic per batch
-                kw.update(do_sample=True, temperature=0.7, top_p=0.95)
+                cfg = generation_config(do_sample=True, temperature=0.7, top_p=0.95, **kw)
             with torch.no_grad():
-                gen = self.model.generate(**enc, **kw)
+                gen = self.model.generate(**enc, generation_config=cfg)
             dec = self.tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
             for i, t in zip(idx, dec):
                 texts[i] = t
@@ -193,14 +201,14 @@ class TransformersJudge(_LLMJudge):
 
 class VLLMJudge(_LLMJudge):
     def __init__(self, model_ref: str, max_new_tokens: int = 256, retries: int = 1, seed: int = 0,
-                 trust_remote_code: bool = False, dtype: str = "auto", **_):
+                 trust_remote_code: bool = False, dtype: str = "auto", engine: dict | None = None, **_):
         try:
             from vllm import LLM
         except ImportError as exc:  # pragma: no cover - optional dependency
             raise ImportError("config key judge.backend: 'vllm' selected but vllm is not installed "
                               "(pip install 'prbench[vllm]')") from exc
         self.llm = LLM(model=resolve_model_ref(model_ref), trust_remote_code=trust_remote_code,
-                       dtype=dtype if dtype != "auto" else "auto", seed=seed)
+                       dtype=dtype if dtype != "auto" else "auto", seed=seed, **(engine or {}))
         self.tokenizer = self.llm.get_tokenizer()
         self.max_new_tokens, self.retries, self.seed = max_new_tokens, retries, seed
         self.judge_id = f"vllm:{model_ref}:{_RUBRIC_HASH}:{max_new_tokens}:{retries}:{seed}"
@@ -209,9 +217,9 @@ class VLLMJudge(_LLMJudge):
         from vllm import SamplingParams
 
         if attempt == 0:
-            params = [SamplingParams(temperature=0.0, max_tokens=self.max_new_tokens) for _ in prompts]
+            params = [SamplingParams(max_tokens=self.max_new_tokens, **vllm_sampling_kwargs(0.0, 1.0)) for _ in prompts]
         else:
-            params = [SamplingParams(temperature=0.7, top_p=0.95, max_tokens=self.max_new_tokens, seed=s)
+            params = [SamplingParams(max_tokens=self.max_new_tokens, seed=s, **vllm_sampling_kwargs(0.7, 0.95))
                       for s in seeds]
         outs = self.llm.generate(prompts, params, use_tqdm=False)
         return [o.outputs[0].text for o in outs]
@@ -365,7 +373,7 @@ def load_judge(judge_cfg: dict, seed: int) -> RubricJudge:
         return TransformersJudge(model, batch_size=int(judge_cfg.get("batch_size", 16)),
                                  device=judge_cfg.get("device", "auto"), **common)
     if backend == "vllm":
-        return VLLMJudge(model, **common)
+        return VLLMJudge(model, engine=vllm_engine_kwargs(judge_cfg), **common)
     if backend == "minilm":
         cal = judge_cfg.get("calibration", DEFAULT_CALIBRATION)
         if isinstance(cal, (str, Path)):

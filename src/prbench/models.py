@@ -59,3 +59,34 @@ def auto_dtype(dtype: str = "auto", device: str = "cpu"):
     if dtype == "auto":
         return torch.bfloat16 if str(device).startswith("cuda") else torch.float32
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+
+
+def multi_gpu_kwargs(device: str, memory_fraction: float = 0.9) -> dict:
+    """from_pretrained options that shard a model over every GPU the job holds (device_map="auto"
+    with a per-GPU max_memory), when the device is CUDA and more than one GPU is visible; {} else.
+    The job's GPUs are the visible ones (SLURM and the local profile set CUDA_VISIBLE_DEVICES)."""
+    if not str(device).startswith("cuda"):
+        return {}
+    import torch
+
+    n = torch.cuda.device_count()
+    if n < 2:
+        return {}
+    mem = {i: f"{int(torch.cuda.get_device_properties(i).total_memory * memory_fraction / 2**30)}GiB"
+           for i in range(n)}
+    return {"device_map": "auto", "max_memory": mem}
+
+
+def vllm_engine_kwargs(section: dict | None) -> dict:
+    """vLLM engine options from a config section: tensor_parallel_size (null = every visible GPU,
+    i.e. the GPUs the job holds), max_model_len (only when set), gpu_memory_utilization."""
+    section = section or {}
+    tp = section.get("tensor_parallel_size")
+    if tp is None:
+        import torch
+
+        tp = max(1, torch.cuda.device_count())
+    out = {"tensor_parallel_size": int(tp), "gpu_memory_utilization": float(section.get("gpu_memory_utilization", 0.9))}
+    if section.get("max_model_len"):
+        out["max_model_len"] = int(section["max_model_len"])
+    return out

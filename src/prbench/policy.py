@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Sequence
 
 from . import prompts as P
-from .models import auto_device, auto_dtype, resolve_model_ref
+from .generation import generation_config, neutralize, vllm_sampling_kwargs
+from .models import auto_device, auto_dtype, resolve_model_ref, vllm_engine_kwargs
 from .seeding import seed_everything, stable_seed
 
 log = logging.getLogger("prbench.policy")
@@ -53,6 +54,7 @@ def load_policy(path: str, device: str = "auto", trust_remote_code: bool = False
     tok = AutoTokenizer.from_pretrained(ref, trust_remote_code=trust_remote_code)
     model = AutoModelForCausalLM.from_pretrained(ref, dtype=auto_dtype(dtype, dev), trust_remote_code=trust_remote_code,
                                                  use_safetensors=use_safetensors).to(dev).eval()
+    neutralize(model)  # the model's generation_config.json never reaches sampling (prbench.generation)
     prepare_tokenizer(tok)
     return model, tok
 
@@ -103,17 +105,21 @@ class GumbelSampler:
     argmax(logits / T + Gumbel noise) is a sample from softmax(logits / T); the noise of row r
     at generation step t is hashed from (row_seeds[r], t), so it is independent of batching."""
 
-    def __init__(self, row_seeds: Sequence[int], prompt_len: int, temperature: float = 1.0, top_p: float = 1.0):
+    def __init__(self, row_seeds: Sequence[int], prompt_len: int, temperature: float = 1.0, top_p: float = 1.0,
+                 top_k: int = 0):
         import torch
 
         self.row_seeds = torch.tensor([int(s) & _M32 for s in row_seeds], dtype=torch.int64)
-        self.prompt_len, self.temperature, self.top_p = prompt_len, temperature, top_p
+        self.prompt_len, self.temperature, self.top_p, self.top_k = prompt_len, temperature, top_p, int(top_k)
 
     def __call__(self, input_ids, scores):
         import torch
 
         step = input_ids.shape[1] - self.prompt_len
         logits = scores.float() / self.temperature
+        if 0 < self.top_k < logits.shape[-1]:
+            kth = torch.topk(logits, self.top_k, dim=-1).values[..., -1:]
+            logits = logits.masked_fill(logits < kth, float("-inf"))
         if self.top_p < 1.0:
             sorted_logits, idx = torch.sort(logits, descending=True, dim=-1)
             cum = torch.softmax(sorted_logits, dim=-1).cumsum(-1)
@@ -127,13 +133,16 @@ class GumbelSampler:
 
 def generate_answers(model, tokenizer, prompts: Sequence[dict], n: int = 1, temperature: float = 1.0,
                      top_p: float = 1.0, max_new_tokens: int = 64, seed: int = 0, batch_size: int = 32,
-                     greedy: bool = False, progress: bool = True) -> list[list[str]]:
+                     greedy: bool = False, progress: bool = True, top_k: int = 0,
+                     repetition_penalty: float = 1.0) -> list[list[str]]:
     """n answers per prompt row {question_id, subset, question, profile}; out[i][j] = sample j of row i.
 
     Sample j of question q uses the noise seed stable_seed(seed, q, j): deterministic and
-    independent of batch size and prompt order. greedy=True (or temperature 0) decodes greedily."""
+    independent of batch size and prompt order. greedy=True (or temperature 0) decodes greedily.
+    Every generation setting is explicit (prbench.generation): the model's own
+    generation_config.json is ignored."""
     import torch
-    from transformers import GenerationConfig, LogitsProcessorList
+    from transformers import LogitsProcessorList
 
     if n < 1:
         raise ValueError("n must be >= 1")
@@ -144,8 +153,12 @@ def generate_answers(model, tokenizer, prompts: Sequence[dict], n: int = 1, temp
     jobs = [(i, j) for i in range(len(prompts)) for j in range(1 if greedy else n)]
     jobs.sort(key=lambda ij: (len(ids[ij[0]]), ij[0], ij[1]))  # length-sorted batches: little padding
     eos = model.generation_config.eos_token_id if getattr(model, "generation_config", None) else None
-    gen_cfg = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
-                               pad_token_id=tok.pad_token_id, eos_token_id=eos if eos is not None else tok.eos_token_id)
+    neutralize(model)
+    # Sampling is greedy decoding over Gumbel-perturbed logits (GumbelSampler), so do_sample stays
+    # False; the repetition penalty (neutral 1.0 unless configured) is applied by transformers first.
+    gen_cfg = generation_config(max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id,
+                                eos_token_id=eos if eos is not None else tok.eos_token_id,
+                                repetition_penalty=repetition_penalty)
     device = next(model.parameters()).device
     out: list[list[str | None]] = [[None] * n for _ in prompts]
     it = range(0, len(jobs), batch_size)
@@ -165,7 +178,7 @@ def generate_answers(model, tokenizer, prompts: Sequence[dict], n: int = 1, temp
         kw = {}
         if not greedy:
             seeds = [stable_seed(seed, prompts[i].get("question_id", i), j) for i, j in batch]
-            kw["logits_processor"] = LogitsProcessorList([GumbelSampler(seeds, width, temperature, top_p)])
+            kw["logits_processor"] = LogitsProcessorList([GumbelSampler(seeds, width, temperature, top_p, top_k)])
         with torch.inference_mode():
             gen = model.generate(input_ids=input_ids.to(device), attention_mask=attn.to(device),
                                  generation_config=gen_cfg, **kw)
@@ -180,18 +193,21 @@ def generate_answers(model, tokenizer, prompts: Sequence[dict], n: int = 1, temp
 
 def generate_answers_vllm(path: str, prompts: Sequence[dict], n: int = 1, temperature: float = 1.0,
                           top_p: float = 1.0, max_new_tokens: int = 64, seed: int = 0,
-                          trust_remote_code: bool = False, greedy: bool = False) -> list[list[str]]:
+                          trust_remote_code: bool = False, greedy: bool = False, top_k: int = 0,
+                          repetition_penalty: float = 1.0, engine: dict | None = None) -> list[list[str]]:
     """Optional vLLM backend (config bon.backend: vllm); seeded per question."""
     try:
         from vllm import LLM, SamplingParams
     except ImportError as exc:  # pragma: no cover - optional dependency
         raise ImportError("config key bon.backend: 'vllm' selected but vllm is not installed "
                           "(pip install 'prbench[vllm]')") from exc
-    llm = LLM(model=resolve_model_ref(str(path)), trust_remote_code=trust_remote_code, seed=seed)  # pragma: no cover
+    llm = LLM(model=resolve_model_ref(str(path)), trust_remote_code=trust_remote_code, seed=seed,
+              **vllm_engine_kwargs(engine))  # pragma: no cover
     tok = llm.get_tokenizer()  # pragma: no cover
     texts = [policy_prompt(tok, r) for r in prompts]  # pragma: no cover
-    params = [SamplingParams(n=n, temperature=0.0 if greedy else temperature, top_p=top_p, max_tokens=max_new_tokens,
-                             seed=stable_seed(seed, r.get("question_id", i))) for i, r in enumerate(prompts)]
+    sampling = vllm_sampling_kwargs(0.0 if greedy else temperature, top_p, top_k, repetition_penalty)
+    params = [SamplingParams(n=n, max_tokens=max_new_tokens, seed=stable_seed(seed, r.get("question_id", i)), **sampling)
+              for i, r in enumerate(prompts)]
     outs = llm.generate(texts, params, use_tqdm=True)  # pragma: no cover
     return [[o.text.strip() for o in res.outputs] for res in outs]  # pragma: no cover
 

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .generation import neutralize, sampling_settings
 from .io import read_json, read_jsonl, write_csv, write_json, write_jsonl
 from .prompts import policy_messages, render_chat
 from .reward_adapter import PromptIndex, RewardAdapter, render_policy_prompt, tokenize_prompt
@@ -352,6 +353,8 @@ class _PPORun:
         ref = base_model
         policy.config.pad_token_id = tok.pad_token_id
         for m in (policy, ref):
+            # trl fills the generation fields it leaves unset from here: token ids only (prbench.generation)
+            neutralize(m)
             if getattr(m, "generation_config", None) is not None:
                 m.generation_config.pad_token_id = tok.pad_token_id
 
@@ -500,8 +503,8 @@ def policy_answers(model_path: str, prompts: Sequence[dict], ppo_cfg: dict, seed
     from .policy import generate_answers
 
     model, tok = load_policy_model(model_path, trust_remote_code, device)
-    answers = generate_answers(model, tok, list(prompts), n=1, temperature=float(ppo_cfg.get("temperature", 1.0)),
-                               top_p=1.0, max_new_tokens=int(ppo_cfg.get("eval_max_new_tokens", 512)),
+    answers = generate_answers(model, tok, list(prompts), n=1, **sampling_settings({"temperature": ppo_cfg.get(
+                               "temperature")}), max_new_tokens=int(ppo_cfg.get("eval_max_new_tokens", 512)),
                                seed=stable_seed(seed, "ppo-eval"), batch_size=batch_size,
                                greedy=bool(ppo_cfg.get("eval_greedy", True)))
     if len(answers) != len(prompts):

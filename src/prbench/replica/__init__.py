@@ -1,13 +1,14 @@
-"""Tiny local replicas of the paper configuration's hub artefacts (issue 11, item 8).
+"""Replicas: tiny randomly initialised local stand-ins for the paper configuration's hub artefacts.
 
-Every model and dataset that `config.yaml` names on the hub gets a small stand-in that the
-project builds itself, offline and deterministically from a seed: the same architecture family,
-tokenizer type with the real special tokens, chat template, remote-code interface and generation
-config, with random weights; and small hand-made data in each benchmark's real hub schema.
-`configs/replica.yaml` points the paper DAG at them (rules/replica.smk builds them).
+They carry the real architecture family, the family's special tokens and chat-template
+structure, the generation config, and, for reward models with their own code, the same
+remote-code interface (written by this project, not copied from the hub). They prove offline
+that every entry of config.yaml loads and scores as its model card intends, and
+`configs/replica.yaml` runs the whole paper DAG on them (rules/replica.smk builds them).
 
 - `build`: non-RM models (Qwen2.5-Instruct policy / generative RMs / judge, Contriever retriever)
-  and the dispatcher `build_replica(kind, out_dir, seed, **options)` used by the Snakemake rule;
-- `data`: the three benchmarks' hub schemas, written as local folders;
-- `rms`: reward-model replicas (sequence classifiers, InternLM2-reward, ArmoRM).
+  and the dispatcher `build_replica(builder, out_dir, seed, **options)` used by the Snakemake rule;
+- `data`: the three benchmarks' small hand-made data in their hub schemas, as local folders;
+- `rms`: reward-model replicas (sequence classifiers, InternLM2-reward, ArmoRM) and their
+  `remote_code/`.
 """

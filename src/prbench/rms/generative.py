@@ -21,12 +21,13 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import prompts
+from ..generation import generation_config, neutralize
 from ..batching import collate, length_bucketed_batches, run_batched
 from ..prompts import PairRequest, ScoreRequest
 from ..seeding import stable_seed
 from .base import CompareOutput, RewardModel, ScoreOutput
 from .classifier import effective_max_length
-from .inputs import fit_profile, load_model_and_tokenizer, load_options
+from .inputs import fit_profile, load_model_and_tokenizer, load_options, model_device, place_model
 
 log = logging.getLogger("prbench.rms.generative")
 
@@ -69,9 +70,10 @@ class _GenerativeRM(RewardModel):
         if not getattr(tokenizer, "chat_template", None):
             log.warning("RM %s: tokenizer has no chat template; using the plain 'role: content' fallback", self.name)
         self.tokenizer = tokenizer
-        self.model = model.to(self.device).eval()
+        self.model = place_model(model, opts, spec).eval()
+        self.device = model_device(self.model, self.device)
         self.max_new_tokens = int(spec.get("max_new_tokens", 16))
-        self.max_length = effective_max_length(tokenizer, spec.get("max_length"))
+        self.max_length = effective_max_length(tokenizer, spec.get("max_length"), model)
         n_pos = getattr(model.config, "max_position_embeddings", None)
         if n_pos and self.max_length + self.max_new_tokens > n_pos:  # prompt + reply must fit the positions
             self.max_length = max(1, int(n_pos) - self.max_new_tokens)
@@ -108,15 +110,14 @@ class _GenerativeRM(RewardModel):
     # ---- generation ------------------------------------------------------------------------
     def _generate(self, prompt_ids: list[list[int]], desc: str) -> list[str]:
         import torch
-        from transformers import GenerationConfig
 
         if not prompt_ids:
             return []
         tok = self.tokenizer
         eos = self.model.generation_config.eos_token_id if self.model.generation_config else None
-        gen_cfg = GenerationConfig(max_new_tokens=self.max_new_tokens, do_sample=False,
-                                   pad_token_id=tok.pad_token_id,
-                                   eos_token_id=eos if eos is not None else tok.eos_token_id)
+        neutralize(self.model)
+        gen_cfg = generation_config(max_new_tokens=self.max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id,
+                                    eos_token_id=eos if eos is not None else tok.eos_token_id)
         feats = [{"input_ids": ids} for ids in prompt_ids]
         lengths = [len(ids) + self.max_new_tokens for ids in prompt_ids]
         batches = length_bucketed_batches(lengths, self.max_tokens_per_batch, self.max_batch_size)
