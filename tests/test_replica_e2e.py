@@ -17,61 +17,26 @@ pytestmark = pytest.mark.slow
 CONFIG = REPO / "configs" / "replica.yaml"
 
 
-RM_BUILDERS = {"seqcls": "build_seqcls_replica", "internlm2_reward": "build_internlm2_reward_replica",
-               "armorm": "build_armorm_replica"}
-
-
-def blocked_replicas(cfg: dict) -> list[str]:
-    """Replica models whose builder is not in this checkout (prbench.replica.rms comes with the RM
-    adapters of issue 11); empty once both are merged."""
-    try:
-        from prbench.replica import rms
-    except ImportError:
-        rms = None
-    return [name for name, m in cfg["replica"]["models"].items()
-            if m["builder"] in RM_BUILDERS and not hasattr(rms, RM_BUILDERS[m["builder"]])]
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    """Runs configs/replica.yaml as is; while RM builders are missing, the same config without the
-    RMs they would build (those are reported by test_all_seven_rms)."""
     workdir = tmp_path_factory.mktemp("replica")
-    cfg = yaml.safe_load(CONFIG.read_text())
-    blocked = blocked_replicas(cfg)
-    config_path = CONFIG
-    if blocked:
-        for name in blocked:
-            del cfg["replica"]["models"][name]
-        cfg["reward_models"] = {r: e for r, e in cfg["reward_models"].items()
-                                if e.get("path", "").removeprefix("results/replica/models/") not in blocked}
-        config_path = workdir.parent / "replica_available.yaml"
-        config_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONHASHSEED="0")
     start = time.monotonic()
     proc = subprocess.run(
         [snakemake_bin(), "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-         "--configfile", str(config_path), "--cores", "2"],
-        capture_output=True, text=True, timeout=1800, env=env,
+         "--configfile", str(CONFIG), "--cores", "2"],
+        capture_output=True, text=True, timeout=2400, env=env,
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-8000:]
     print(f"replica DAG: {time.monotonic() - start:.0f} s")
-    return workdir, cfg
-
-
-def test_all_seven_rms():
-    cfg = yaml.safe_load(CONFIG.read_text())
-    assert len(cfg["reward_models"]) == 7
-    blocked = blocked_replicas(cfg)
-    if blocked:
-        pytest.skip(f"RM replica builders missing (prbench.replica.rms): {', '.join(blocked)}; "
-                    "the DAG test ran without the RMs that use them")
+    return workdir, yaml.safe_load(CONFIG.read_text())
 
 
 def test_every_table_and_figure(run):
     run, cfg = run
     rms = set(cfg["reward_models"])
+    assert len(rms) == 7  # config.yaml's seven RMs, incl. internlm2_7b_reward and armorm_llama3_8b
     for name in cfg["replica"]["models"]:
         assert (run / "results/replica/models" / name / "config.json").exists(), name
     acc = pd.read_csv(run / "results/tables/benchmark_accuracy.csv")
