@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= all
 
-.PHONY: install demo test test-slurm lint report
+.PHONY: install demo replica test test-slurm lint report
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -16,6 +16,10 @@ install: $(BIN)/python
 
 demo: install
 	$(BIN)/snakemake --cores $(CORES) --profile profiles/demo
+
+# The paper DAG on tiny local replicas of its hub models and data (README, configs/replica.yaml)
+replica: install
+	$(BIN)/snakemake --cores $(CORES) --configfile configs/replica.yaml
 
 report: demo
 	$(BIN)/snakemake --profile profiles/demo --report report.html

@@ -17,6 +17,12 @@ if not config:
 
 
 include: "rules/common.smk"
+
+
+if REPLICA:
+
+    include: "rules/replica.smk"
+
 include: "rules/data.smk"
 include: "rules/models.smk"
 include: "rules/policy.smk"

@@ -134,6 +134,7 @@ rule judge_validity:
         bench="results/data/benchmarks/personalized.jsonl",
         judge_keys="results/data/judge_keys/personalized.jsonl",
         calibration=BON_JUDGE_INPUT,
+        judge_model=replica_input(JUDGE["model"]),
     output:
         "results/bon/judge_validity.json",
     params:
@@ -162,6 +163,7 @@ rule judge_bon:
         prompts="results/data/prompts/eval.jsonl",
         judge_keys="results/data/judge_keys/personalized.jsonl",
         calibration=BON_JUDGE_INPUT,
+        judge_model=replica_input(JUDGE["model"]),
     output:
         "results/bon/{policy}/judged.jsonl",
     params:

@@ -49,15 +49,26 @@ def policy_model_dir(name):
     return f"results/models/policy/{name}" if config["policies"][name].get("train") else None
 
 
+# Replica world (rules/replica.smk): model refs under results/replica/models/ are built in the DAG.
+REPLICA = config.get("replica") or {}
+REPLICA_MODELS = REPLICA.get("models", {})
+REPLICA_MODEL_DIR = "results/replica/models"
+
+
+def replica_input(ref):
+    """[ref] when `ref` is a replica model folder the DAG builds, else [] (hub ids, local paths)."""
+    return [ref] if ref in {f"{REPLICA_MODEL_DIR}/{name}" for name in REPLICA_MODELS} else []
+
+
 def rm_model_input(wildcards):
-    """Input function: the RM's model folder when the DAG builds it (demo), else nothing."""
+    """Input function: the RM's model folder when the DAG builds it (demo, replica), else nothing."""
     d = rm_model_dir(wildcards.rm)
-    return [d] if d else []
+    return [d] if d else replica_input(rm_spec(wildcards.rm).get("path", ""))
 
 
 def policy_model_input(wildcards):
     d = policy_model_dir(wildcards.policy)
-    return [d] if d else []
+    return [d] if d else replica_input(config["policies"][wildcards.policy].get("path", ""))
 
 
 def rm_spec(name):

@@ -40,6 +40,7 @@ if DEMO:
 rule prepare_personalized:
     input:
         personalized_input_files(config),
+        retriever=replica_input(config["retriever"]["model"]),
     output:
         benchmark="results/data/benchmarks/personalized.jsonl",
         judge_keys="results/data/judge_keys/personalized.jsonl",

@@ -125,6 +125,7 @@ rule eval_ppo:
         prompts="results/data/prompts/eval.jsonl",
         judge_keys="results/data/judge_keys/personalized.jsonl",
         calibration=PPO_JUDGE_INPUT,
+        judge_model=replica_input(JUDGE["model"]),
     output:
         "results/ppo/{policy}/{rm}/eval_judged.jsonl",
     params:
