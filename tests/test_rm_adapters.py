@@ -16,8 +16,8 @@ import yaml
 
 from prbench import prompts
 from prbench.prompts import ScoreRequest
-from prbench.replica.rms import (build_armorm_replica, build_causal_lm_replica, build_internlm2_reward_replica,
-                                 build_seqcls_replica)
+from prbench.replica.build import build_qwen2_chat
+from prbench.replica.rms import build_armorm_replica, build_internlm2_reward_replica, build_seqcls_replica
 from prbench.rms import load_reward_model
 from prbench.rms.adapters import choose_adapter
 
@@ -44,7 +44,7 @@ def replicas(tmp_path_factory):
         "qwen3": build_seqcls_replica(root / "qwen3", "qwen3"),
         "internlm2": build_internlm2_reward_replica(root / "internlm2"),
         "armorm": build_armorm_replica(root / "armorm"),
-        "qwen25": build_causal_lm_replica(root / "qwen25"),
+        "qwen25": build_qwen2_chat(root / "qwen25", size="7b"),
     }
 
 

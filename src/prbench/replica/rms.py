@@ -168,29 +168,3 @@ def build_armorm_replica(out_dir, seed: int = 0, hidden: int = 64, layers: int =
               "auto_map": {"AutoModelForSequenceClassification": "modeling_custom.LlamaForRewardModelWithGating"}}
     return _save_remote(Path(out_dir), base, heads, config, {"armorm_modeling_custom.py": "modeling_custom.py"}, tok)
 
-
-# Qwen2.5-Instruct's generation_config.json sets these; the pipeline must never sample with them.
-QWEN_GENERATION_CONFIG = {"do_sample": True, "repetition_penalty": 1.05, "temperature": 0.7, "top_k": 20,
-                          "top_p": 0.8}
-
-
-def build_causal_lm_replica(out_dir, family: str = "qwen2", seed: int = 0, hidden: int = 64, layers: int = 2) -> Path:
-    """A Qwen2.5-Instruct-style causal LM (generative RMs, policy, judge): ChatML template, Qwen's
-    special tokens, and a generation_config.json with Qwen's sampling defaults."""
-    import torch
-    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
-
-    if family != "qwen2":
-        raise ValueError(f"unknown causal LM family {family!r} (qwen2)")
-    out = Path(out_dir)
-    tok = family_tokenizer("qwen2")
-    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
-                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, tie_word_embeddings=True)
-    torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(cfg)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    GenerationConfig(eos_token_id=[tok.eos_token_id, tok.pad_token_id], pad_token_id=tok.pad_token_id,
-                     **QWEN_GENERATION_CONFIG).save_pretrained(out)
-    return out
