@@ -59,6 +59,7 @@ rule sample_bon:
     wildcard_constraints:
         shard="[0-9]+",
     params:
+        prompts=PROMPTS,
         policy=lambda wildcards: BON_POLICY_SPEC[wildcards.policy],
         bon={k: BON.get(k) for k in ["n", "temperature", "top_p", "max_new_tokens", "backend", "shards",
                                       "batch_size", "questions_per_subset"]},
@@ -107,6 +108,7 @@ if BON_MINILM:
         output:
             BON_JUDGE_CALIBRATION,
         params:
+            prompts=PROMPTS,
             judge=JUDGE,
             seed=SEED,
             max_pairs=600,
@@ -132,6 +134,7 @@ rule judge_validity:
     output:
         "results/bon/judge_validity.json",
     params:
+        prompts=PROMPTS,
         judge=BON_JUDGE_CFG,
         seed=SEED,
         cache=BON_JUDGE_CACHE,
@@ -160,6 +163,7 @@ rule judge_bon:
     output:
         "results/bon/{policy}/judged.jsonl",
     params:
+        prompts=PROMPTS,
         judge=BON_JUDGE_CFG,
         seed=SEED,
         cache=BON_JUDGE_CACHE,
@@ -186,6 +190,7 @@ rule score_bon:
     output:
         "results/bon/{policy}/rm_scores/{rm}.jsonl",
     params:
+        prompts=PROMPTS,
         spec=lambda wildcards: BON_RM_SPEC[wildcards.rm],
     log:
         "logs/bon/{policy}/score_{rm}.log",

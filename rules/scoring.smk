@@ -11,6 +11,7 @@ rule score_benchmark:
         pairs="results/scores/{rm}/{bench}.pairs.jsonl",
         accuracy="results/scores/{rm}/{bench}.accuracy.json",
     params:
+        prompts=PROMPTS,
         spec=lambda wildcards: rm_spec(wildcards.rm),
         scoring=config["scoring"],
         seed=SEED,

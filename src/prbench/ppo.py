@@ -51,7 +51,7 @@ log = logging.getLogger("prbench.ppo")
 PROMPT_FIELDS = ("question_id", "subset", "question", "profile")
 # Settings that change what a run computes (part of the checkpoint fingerprint).
 TRAIN_KEYS = ("actor_lr", "critic_lr", "batch_size", "mini_batch_size", "ppo_epochs", "total_episodes",
-              "response_length", "temperature", "kl_coef", "nan_reward")
+              "response_length", "temperature", "kl_coef", "nan_reward", "reward_scale")
 CKPT_PREFIX = "step-"
 
 
@@ -142,6 +142,7 @@ def resolve_settings(ppo_cfg: dict, n_prompts: int) -> dict:
     """Validated PPO settings with `total_episodes` and `total_steps` resolved."""
     s = {k: ppo_cfg.get(k) for k in TRAIN_KEYS}
     s["nan_reward"] = float(ppo_cfg.get("nan_reward", 0.0))
+    s["reward_scale"] = float(ppo_cfg.get("reward_scale", 1.0))
     s["save_steps"] = int(ppo_cfg.get("save_steps", 20))
     for k in ("batch_size", "mini_batch_size", "ppo_epochs", "response_length"):
         if not isinstance(s[k], int) or s[k] < 1:
@@ -358,7 +359,8 @@ class _PPORun:
         index = PromptIndex(self.prompt_rows, tok)
         if index.duplicates:
             log.info("%d training prompts render to the same text as an earlier one", index.duplicates)
-        self.adapter = RewardAdapter(self.rm, tok, index, nan_reward=s["nan_reward"])
+        self.adapter = RewardAdapter(self.rm, tok, index, nan_reward=s["nan_reward"],
+                                     reward_scale=s["reward_scale"])
         dataset = Dataset.from_dict({"input_ids": index.token_ids})
 
         cuda = torch.cuda.is_available() and self.device != "cpu"
