@@ -498,12 +498,14 @@ def render_key(row: dict) -> str:
 # ---------------------------------------------------------------------------------------------
 def policy_answers(model_path: str, prompts: Sequence[dict], ppo_cfg: dict, seed: int,
                    trust_remote_code: bool = False, device: str = "auto", batch_size: int = 32) -> list[dict]:
-    """One answer per prompt (greedy unless `ppo.eval_greedy` is false)."""
+    """One answer per prompt (greedy unless `ppo.eval_greedy` is false; then one sample at
+    `ppo.temperature` and `ppo.eval_top_p`, the authors' evaluation)."""
     from .policy import generate_answers
 
     model, tok = load_policy_model(model_path, trust_remote_code, device)
     answers = generate_answers(model, tok, list(prompts), n=1, temperature=float(ppo_cfg.get("temperature", 1.0)),
-                               top_p=1.0, max_new_tokens=int(ppo_cfg.get("eval_max_new_tokens", 512)),
+                               top_p=float(ppo_cfg.get("eval_top_p", 1.0)),
+                               max_new_tokens=int(ppo_cfg.get("eval_max_new_tokens", 512)),
                                seed=stable_seed(seed, "ppo-eval"), batch_size=batch_size,
                                greedy=bool(ppo_cfg.get("eval_greedy", True)))
     if len(answers) != len(prompts):

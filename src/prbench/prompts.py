@@ -188,6 +188,21 @@ def _chat(tpl: PromptTemplates, role: str, **values: str) -> list[dict]:
     return msgs
 
 
+# The compact set's wording as the str.format strings of earlier versions ({context} = the
+# profile block, {a}/{b} = the answers). Kept because the demo policy's tokenizer is trained on
+# this text (prbench.policy.train_demo_policy); prompts are built from the template files.
+PAIRWISE_TEMPLATE = (
+    "{context}Which answer better fits my question and my interests?\n"
+    "Question: {question}\n\n[Answer A]\n{a}\n\n[Answer B]\n{b}\n\n"
+    "Reply with exactly one line: \"Result: A\" or \"Result: B\"."
+)
+POINTWISE_TEMPLATE = (
+    "{context}Rate how well the answer fits my question and my interests on a scale from 1 to 10.\n"
+    "Question: {question}\n\n[Answer]\n{answer}\n\n"
+    "Reply with exactly one line: \"Score: <number>\"."
+)
+
+
 def _check_question(question: str) -> str:
     if not isinstance(question, str) or not question.strip():
         raise ValueError("question must be a non-empty string")

@@ -61,7 +61,8 @@ def parse_row(rec: dict, subset: str, origin: str, row: int | str, pair: bool = 
         if cat is not None and not isinstance(cat, str):
             raise DataError(f"{where(origin, row)}: field 'profile[{i}].category' must be str, got {type(cat).__name__}")
         cats.append(cat or "")
-    aspects = require(rec, "rubric_aspects", origin, row, list)
+    # question-only rows (downstream source): judge keys may be absent, e.g. on a train split
+    aspects = require(rec, "rubric_aspects", origin, row, list) if pair or rec.get("rubric_aspects") is not None else []
     clean_aspects = []
     for i, asp in enumerate(aspects):
         clean_aspects.append({
@@ -69,7 +70,7 @@ def parse_row(rec: dict, subset: str, origin: str, row: int | str, pair: bool = 
             "evidence": str(asp.get("evidence") or ""),
             "reason": str(asp.get("reason") or ""),
         })
-    narrative = require(rec, "narrative", origin, row)
+    narrative = require(rec, "narrative", origin, row) if pair or rec.get("narrative") is not None else ""
     chosen = require(rec, "chosen", origin, row) if pair else ""
     rejected = require(rec, "rejected", origin, row) if pair else ""
     return PersonalizedRow(make_pair_id(subset, raw_id), raw_id, subset, question, posts, chosen, rejected,
