@@ -166,8 +166,8 @@ class GenerativePairwiseRM(_GenerativeRM):
             posts = self._posts(p.profile)
             for chosen_is_a in orders:
                 a, b = (p.chosen, p.rejected) if chosen_is_a else (p.rejected, p.chosen)
-                build = lambda ps, a=a, b=b, q=p.question: prompts.pairwise_judge_messages(  # noqa: E731
-                    q, a, b, ps, self.use_profile, None)
+                build = lambda ps, a=a, b=b, q=p.question, c=p.categories: prompts.pairwise_judge_messages(  # noqa: E731
+                    q, a, b, ps, self.use_profile, None, categories=c)
                 jobs.append((i, chosen_is_a))
                 prompt_ids.append(self._prompt_ids(build, posts))
         raws = self._generate(prompt_ids, desc=f"judge {self.name}")
@@ -196,7 +196,8 @@ class GenerativePairwiseRM(_GenerativeRM):
 
     def score(self, requests: Sequence[ScoreRequest]) -> ScoreOutput:
         """Win rate of each answer against the fixed reference answer (0, 0.5 or 1; NaN = failure)."""
-        pairs = [PairRequest(r.question, r.answer, self.reference_answer, tuple(r.profile)) for r in requests]
+        pairs = [PairRequest(r.question, r.answer, self.reference_answer, tuple(r.profile), tuple(r.categories))
+                 for r in requests]
         out = self.compare(pairs)
         return ScoreOutput(scores=out.prefs, failures=out.failures,
                            raw=[" || ".join(d["raw"]) for d in out.details])
@@ -216,7 +217,7 @@ class GenerativePointwiseRM(_GenerativeRM):
         prompt_ids = []
         for r in requests:
             build = lambda ps, r=r: prompts.pointwise_judge_messages(  # noqa: E731
-                r.question, r.answer, ps, self.use_profile, None)
+                r.question, r.answer, ps, self.use_profile, None, categories=r.categories)
             prompt_ids.append(self._prompt_ids(build, self._posts(r.profile)))
         raws = self._generate(prompt_ids, desc=f"judge {self.name}")
         scores = np.asarray([parse_score(t) for t in raws], dtype=float)
