@@ -61,6 +61,7 @@ rule sample_bon:
     wildcard_constraints:
         shard="[0-9]+",
     params:
+        prompts=canon(PROMPTS),
         policy=lambda wildcards: BON_POLICY_SPEC[wildcards.policy],
         bon=pick(
             BON,
@@ -112,6 +113,7 @@ if BON_MINILM:
         output:
             BON_JUDGE_CALIBRATION,
         params:
+            prompts=canon(PROMPTS),
             judge=without_resource_keys(JUDGE),
             seed=SEED,
             max_pairs=600,
@@ -138,6 +140,7 @@ rule judge_validity:
     output:
         "results/bon/judge_validity.json",
     params:
+        prompts=canon(PROMPTS),
         judge=BON_JUDGE_CFG,
         seed=SEED,
         cache=BON_JUDGE_CACHE,
@@ -167,6 +170,7 @@ rule judge_bon:
     output:
         "results/bon/{policy}/judged.jsonl",
     params:
+        prompts=canon(PROMPTS),
         judge=BON_JUDGE_CFG,
         seed=SEED,
         cache=BON_JUDGE_CACHE,
@@ -193,6 +197,7 @@ rule score_bon:
     output:
         "results/bon/{policy}/rm_scores/{rm}.jsonl",
     params:
+        prompts=canon(PROMPTS),
         spec=lambda wildcards: BON_RM_SPEC[wildcards.rm],
     log:
         "logs/bon/{policy}/score_{rm}.log",

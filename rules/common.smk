@@ -13,6 +13,7 @@ validate(config, schema="../schemas/config.schema.yaml")
 check_config(config)
 
 SEED = config["seed"]
+PROMPTS = config.get("prompts") or {}  # prompt template set + post format (prbench.prompts.configure)
 SUBSETS = config["data"]["personalized"]["subsets"]
 BASELINES = list(config["data"].get("baselines", {}))
 BENCHMARKS = ["personalized"] + BASELINES

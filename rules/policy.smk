@@ -12,6 +12,7 @@ rule train_demo_policy:
     wildcard_constraints:
         policy="|".join(TRAINED_POLICIES) if TRAINED_POLICIES else "__none__",
     params:
+        prompts=canon(PROMPTS),
         train=canon(POLICY_TRAIN_CFG),
         seed=SEED,
     log:

@@ -66,6 +66,7 @@ rule ppo_base_answers:
     output:
         "results/ppo/{policy}/base_answers.jsonl",
     params:
+        prompts=canon(PROMPTS),
         policy_path=lambda wc: PPO_POLICY_PATH[wc.policy],
         trust_remote_code=lambda wc: PPO_POLICY_TRUST[wc.policy],
         ppo=PPO_EVAL,
@@ -95,6 +96,7 @@ rule train_ppo:
         train_log="results/ppo/{policy}/{rm}/train_log.csv",
         summary="results/ppo/{policy}/{rm}/train_summary.json",
     params:
+        prompts=canon(PROMPTS),
         policy_path=lambda wc: PPO_POLICY_PATH[wc.policy],
         trust_remote_code=lambda wc: PPO_POLICY_TRUST[wc.policy],
         rm_spec=lambda wc: PPO_RM_SPEC[wc.rm],
@@ -129,6 +131,7 @@ rule eval_ppo:
     output:
         "results/ppo/{policy}/{rm}/eval_judged.jsonl",
     params:
+        prompts=canon(PROMPTS),
         trust_remote_code=lambda wc: PPO_POLICY_TRUST[wc.policy],
         judge=PPO_JUDGE_CFG,
         cache=PPO_JUDGE_CACHE,

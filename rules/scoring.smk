@@ -11,6 +11,7 @@ rule score_benchmark:
         pairs="results/scores/{rm}/{bench}.pairs.jsonl",
         accuracy="results/scores/{rm}/{bench}.accuracy.json",
     params:
+        prompts=canon(PROMPTS),
         spec=lambda wildcards: rm_spec(wildcards.rm),
         scoring=pick(config["scoring"], ["max_length", "max_tokens_per_batch"]),
         seed=SEED,

@@ -13,6 +13,8 @@ from prbench.io import read_json, read_jsonl
 FIX = Path(__file__).parent / "fixtures"
 CANONICAL_KEYS = {"pair_id", "benchmark", "subset", "section", "question_id", "question", "profile", "chosen",
                   "rejected"}
+# the personalized benchmark also carries each retrieved post's category, parallel to `profile`
+PERS_KEYS = CANONICAL_KEYS | {"profile_categories"}
 
 
 def _outputs(tmp_path, names=("benchmark", "judge_keys", "train", "prompts_train", "prompts_eval", "report")):
@@ -43,7 +45,8 @@ def test_personalized_canonical_judge_keys_and_prompts(tmp_path):
     rows = read_jsonl(out["benchmark"])
     assert len(rows) == 4
     for r in rows:
-        assert set(r) == CANONICAL_KEYS
+        assert set(r) == PERS_KEYS
+        assert len(r["profile_categories"]) == len(r["profile"])
         assert r["benchmark"] == "personalized" and r["section"] == r["subset"]
         assert r["question_id"] == r["pair_id"]
         assert len(r["profile"]) <= 2
@@ -53,6 +56,8 @@ def test_personalized_canonical_judge_keys_and_prompts(tmp_path):
     first = next(r for r in rows if r["pair_id"] == "Art_and_Entertainment/ae-0001")
     # retrieval ranks the film posts above bread / train tickets for a film question
     assert all("film" in p for p in first["profile"])
+    # categories follow their posts through the ranking (the film posts are Art_and_Entertainment)
+    assert first["profile_categories"] == ["Art_and_Entertainment", "Art_and_Entertainment"]
     empty = next(r for r in rows if r["pair_id"].endswith("ae-0003"))
     assert empty["profile"] == []
     keys = read_jsonl(out["judge_keys"])
@@ -67,7 +72,7 @@ def test_personalized_canonical_judge_keys_and_prompts(tmp_path):
     assert not ({p["question_id"] for p in ptrain} & {p["question_id"] for p in peval})
     for p in peval:
         assert in_holdout(0, p["question_id"], 0.5)
-        assert set(p) == {"question_id", "subset", "question", "profile"}
+        assert set(p) == {"question_id", "subset", "question", "profile", "profile_categories"}
     rep = read_json(out["report"])
     assert rep["splits"]["test"]["read"] == 4 and rep["splits"]["test"]["kept"] == 4
     assert rep["train_note"] and report["prompts"]["eval"] == len(peval)

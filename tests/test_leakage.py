@@ -92,3 +92,21 @@ def test_no_rm_or_policy_input_contains_judge_only_text(prepared):
     assert all(SENTINEL not in t for t in rendered)
     # the profile really is in the RM input (the guard is not passing because inputs are empty)
     assert any("previous posts" in t for t in rendered)
+
+
+def test_default_templates_with_categories_leak_nothing(prepared):
+    """The paper-style template set (system turns, post format with categories) builds its
+    inputs from the same plain strings: still no judge-only text in any of them."""
+    tpl = prompts.load_templates({"templates": "default"})
+    rendered = []
+    for r in read_jsonl(prepared["benchmark"]):
+        prof, cats = r["profile"], r["profile_categories"]
+        rendered += [m["content"] for m in prompts.pairwise_judge_messages(
+            r["question"], r["chosen"], r["rejected"], prof, categories=cats, templates=tpl)]
+        rendered += [m["content"] for m in prompts.pointwise_judge_messages(
+            r["question"], r["chosen"], prof, categories=cats, templates=tpl)]
+    for p in read_jsonl(prepared["prompts_train"]) + read_jsonl(prepared["prompts_eval"]):
+        rendered += [m["content"] for m in prompts.policy_messages(
+            p["question"], p["profile"], categories=p["profile_categories"], templates=tpl)]
+    assert len(rendered) > 100 and all(SENTINEL not in t for t in rendered)
+    assert any("(Category: " in t for t in rendered)

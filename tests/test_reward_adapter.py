@@ -150,3 +150,18 @@ def test_adapter_with_registry_rms(tiny, classifier_dir, tmp_path, kind):
                                             for i, a in zip(which, answers)]).scores
     np.testing.assert_allclose(scores.numpy(), np.where(np.isnan(direct), -9.0, direct), rtol=1e-5, atol=1e-5)
     assert adapter.stats.failures == int(np.isnan(direct).sum())
+
+
+def test_reward_scale_multiplies_scores_not_nan_reward(tiny):
+    """ppo.reward_scale (the authors: RM score / 10) scales scored rollouts; the explicit
+    nan_reward for unscorable ones is used as given, and stats keep the raw scores."""
+    model, tok, rows = tiny
+    index = PromptIndex(rows, tok)
+    plain = RewardAdapter(FlakyRM(LengthRM()), tok, index, nan_reward=-3.5)
+    scaled = RewardAdapter(FlakyRM(LengthRM()), tok, index, nan_reward=-3.5, reward_scale=0.1)
+    reqs = [ScoreRequest("Q?", "one"), ScoreRequest("Q?", "one two"), ScoreRequest("Q?", "a b c d")]
+    np.testing.assert_allclose(plain.score_requests(reqs), [-3.5, 2.0, 4.0])
+    np.testing.assert_allclose(scaled.score_requests(reqs), [-3.5, 0.2, 0.4])
+    assert scaled.stats.raw == [2.0, 4.0] and scaled.stats.failures == 1
+    with pytest.raises(ValueError, match="reward_scale"):
+        RewardAdapter(LengthRM(), tok, index, reward_scale=0.0)

@@ -4,6 +4,9 @@ import torch
 
 from prbench.log import setup_logging
 from prbench.ppo import eval_ppo
+from prbench.prompts import configure as configure_prompts
+
+configure_prompts(snakemake.params.prompts)
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(sm.log[0])

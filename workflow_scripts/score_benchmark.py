@@ -3,6 +3,9 @@ import torch
 
 from prbench.log import setup_logging
 from prbench.scoring import score_benchmark
+from prbench.prompts import configure as configure_prompts
+
+configure_prompts(snakemake.params.prompts)
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 setup_logging(sm.log[0])

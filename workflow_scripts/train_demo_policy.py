@@ -1,6 +1,9 @@
 """Rule train_demo_policy: train the demo policy from scratch (prbench.policy.train_demo_policy)."""
 from prbench.log import setup_logging
 from prbench.policy import train_demo_policy
+from prbench.prompts import configure as configure_prompts
+
+configure_prompts(snakemake.params.prompts)
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 setup_logging(sm.log[0])

@@ -384,7 +384,7 @@ def score_bon(samples_path: str, prompts_path: str, rm_spec: dict, out_path: str
         p = prompts.get(r["question_id"])
         if p is None:
             raise ValueError(f"{samples_path}: question {r['question_id']} not in {prompts_path}")
-        reqs.append(ScoreRequest(p["question"], r["answer"], tuple(p["profile"])))
+        reqs.append(ScoreRequest(p["question"], r["answer"], tuple(p["profile"]), tuple(p.get("profile_categories", ()))))
     if rm is None:
         from .rms import load_reward_model
 

@@ -30,6 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
+from . import prompts as _prompt_templates
 from .generation import generation_config, neutralize, vllm_sampling_kwargs
 from .models import auto_device, auto_dtype, multi_gpu_kwargs, resolve_model_ref, vllm_engine_kwargs
 from .seeding import stable_seed
@@ -76,22 +77,14 @@ def _result(ratings: Sequence[int | None], failures: int) -> JudgeResult:
 # ---------------------------------------------------------------------------------------------
 # LLM judges (transformers, vllm): prompt + parser
 # ---------------------------------------------------------------------------------------------
-RUBRIC_TEMPLATE = (
-    "You are grading how well an answer serves the specific person who asked the question.\n"
-    "Question: {question}\n\n[Answer]\n{answer}\n\n"
-    "Rubric aspects this person cares about:\n{aspects}\n\n"
-    "For each aspect rate how well the answer covers it: 0 = not covered, 1 = somewhat covered, "
-    "2 = covered very well.\n"
-    "Reply with exactly one line per aspect, in order, in the form \"Aspect <number>: <rating>\", "
-    "and nothing else."
-)
+# The rubric prompt's wording lives in a template file (prompts.rubric_user, config key
+# `prompts.templates`); RUBRIC_TEMPLATE is the bundled default's text, kept for reference.
+RUBRIC_TEMPLATE = (_prompt_templates.TEMPLATE_ROOT / "default" / "rubric_user.txt").read_text(encoding="utf-8").rstrip("\n")
 _ASPECT_RE = re.compile(r"aspect\s*#?\s*(\d+)\s*[:=\-]\s*\**\s*([0-2])(?![0-9.])", re.IGNORECASE)
 
 
 def rubric_messages(item: JudgeItem) -> list[dict]:
-    aspects = "\n".join(f"{i}. {a.strip()}" for i, a in enumerate(item.aspects, 1))
-    return [{"role": "user", "content": RUBRIC_TEMPLATE.format(
-        question=item.question.strip(), answer=item.answer.strip(), aspects=aspects)}]
+    return _prompt_templates.rubric_messages(item.question, item.answer, item.aspects)
 
 
 def parse_ratings(text: str, n_aspects: int) -> list[int] | None:
@@ -176,7 +169,7 @@ class TransformersJudge(_LLMJudge):
         # the cache key covers the loaded snapshot's revision (hub commit; "local" for a folder) and
         # the weights' dtype (bf16 and fp32 judgements differ)
         revision = getattr(getattr(model, "config", None), "_commit_hash", None) or "local"
-        self.judge_id = (f"transformers:{model_ref}@{revision}:{_RUBRIC_HASH}:{max_new_tokens}:{retries}:{seed}"
+        self.judge_id = (f"transformers:{model_ref}@{revision}:{_rubric_hash()}:{max_new_tokens}:{retries}:{seed}"
                          f":{str(next(model.parameters()).dtype).replace('torch.', '')}")
 
     def _generate(self, prompts, attempt, seeds):
@@ -215,7 +208,7 @@ class VLLMJudge(_LLMJudge):
                        dtype=dtype if dtype != "auto" else "auto", seed=seed, **(engine or {}))
         self.tokenizer = self.llm.get_tokenizer()
         self.max_new_tokens, self.retries, self.seed = max_new_tokens, retries, seed
-        self.judge_id = f"vllm:{model_ref}:{_RUBRIC_HASH}:{max_new_tokens}:{retries}:{seed}:{dtype}"
+        self.judge_id = f"vllm:{model_ref}:{_rubric_hash()}:{max_new_tokens}:{retries}:{seed}:{dtype}"
 
     def _generate(self, prompts, attempt, seeds):  # pragma: no cover - needs vllm + GPU
         from vllm import SamplingParams
@@ -229,7 +222,13 @@ class VLLMJudge(_LLMJudge):
         return [o.outputs[0].text for o in outs]
 
 
-_RUBRIC_HASH = hashlib.sha256(RUBRIC_TEMPLATE.encode()).hexdigest()[:8]
+def _rubric_hash() -> str:
+    """Hash of the active rubric template (system + user): part of the judge id, so a changed
+    prompt never reuses cached ratings."""
+    tpl = _prompt_templates.active_templates()
+    system = tpl.get("rubric_system")
+    text = f"{system}\x00{tpl.get('rubric_user')}" if system else tpl.get("rubric_user")
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 # ---------------------------------------------------------------------------------------------

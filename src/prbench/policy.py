@@ -71,7 +71,8 @@ def prepare_tokenizer(tok):
 
 
 def policy_prompt(tok, row: dict) -> str:
-    return P.render_chat(tok, P.policy_messages(row["question"], row.get("profile", ())), add_generation_prompt=True)
+    return P.render_chat(tok, P.policy_messages(row["question"], row.get("profile", ()),
+                                                    categories=row.get("profile_categories", ())), add_generation_prompt=True)
 
 
 # ---------------------------------------------------------------------------------------------

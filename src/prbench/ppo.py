@@ -53,7 +53,8 @@ PROMPT_FIELDS = ("question_id", "subset", "question", "profile")
 # Settings that change what a run computes (part of the checkpoint fingerprint).
 TRAIN_KEYS = ("actor_lr", "critic_lr", "batch_size", "mini_batch_size", "ppo_epochs", "total_episodes",
               "response_length", "temperature", "kl_coef", "nan_reward", "per_device_batch_size",
-              "local_rollout_forward_batch_size", "gradient_checkpointing", "max_prompt_tokens", "world_size")
+              "local_rollout_forward_batch_size", "gradient_checkpointing", "max_prompt_tokens", "world_size",
+              "reward_scale")
 CKPT_PREFIX = "step-"
 
 
@@ -154,6 +155,7 @@ def resolve_settings(ppo_cfg: dict, n_prompts: int, n_procs: int | None = None) 
     s = {k: ppo_cfg.get(k) for k in TRAIN_KEYS}
     s["world_size"] = int(n_procs if n_procs is not None else world_size())
     s["nan_reward"] = float(ppo_cfg.get("nan_reward", 0.0))
+    s["reward_scale"] = float(ppo_cfg.get("reward_scale", 1.0))
     s["save_steps"] = int(ppo_cfg.get("save_steps", 20))
     s["gradient_checkpointing"] = bool(s["gradient_checkpointing"] or False)
     for k in ("batch_size", "mini_batch_size", "ppo_epochs", "response_length"):
@@ -456,7 +458,8 @@ class _PPORun:
         index = PromptIndex(self.prompt_rows, tok)
         if index.duplicates:
             log.info("%d training prompts render to the same text as an earlier one", index.duplicates)
-        self.adapter = RewardAdapter(self.rm, tok, index, nan_reward=s["nan_reward"])
+        self.adapter = RewardAdapter(self.rm, tok, index, nan_reward=s["nan_reward"],
+                                     reward_scale=s["reward_scale"])
         dataset = Dataset.from_dict({"input_ids": index.token_ids})
 
         cuda = torch.cuda.is_available() and self.device != "cpu"
@@ -629,12 +632,15 @@ def render_key(row: dict) -> str:
 # ---------------------------------------------------------------------------------------------
 def policy_answers(model_path: str, prompts: Sequence[dict], ppo_cfg: dict, seed: int,
                    trust_remote_code: bool = False, device: str = "auto", batch_size: int = 32) -> list[dict]:
-    """One answer per prompt (greedy unless `ppo.eval_greedy` is false)."""
+    """One answer per prompt (greedy unless `ppo.eval_greedy` is false; then one sample at
+    `ppo.temperature` and `ppo.eval_top_p`, the authors' evaluation)."""
     from .policy import generate_answers
 
     model, tok = load_policy_model(model_path, trust_remote_code, device)
-    answers = generate_answers(model, tok, list(prompts), n=1, **sampling_settings({"temperature": ppo_cfg.get(
-                               "temperature")}), max_new_tokens=int(ppo_cfg.get("eval_max_new_tokens", 512)),
+    answers = generate_answers(model, tok, list(prompts), n=1,
+                               **sampling_settings({"temperature": ppo_cfg.get("temperature"),
+                                                    "top_p": ppo_cfg.get("eval_top_p")}),
+                               max_new_tokens=int(ppo_cfg.get("eval_max_new_tokens", 512)),
                                seed=stable_seed(seed, "ppo-eval"), batch_size=batch_size,
                                greedy=bool(ppo_cfg.get("eval_greedy", True)))
     if len(answers) != len(prompts):

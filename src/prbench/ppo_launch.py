@@ -24,6 +24,10 @@ SPEC_KEYS = ("policy_path", "rm_spec", "train_prompts", "out_dir", "model_out", 
 
 def _train(spec: dict, device: str = "auto") -> dict:
     from .ppo import train_ppo
+    from .prompts import configure
+
+    if spec.get("prompts") is not None:  # the config's prompt templates, in every process
+        configure(spec["prompts"])
 
     missing = [k for k in SPEC_KEYS if k not in spec]
     if missing:

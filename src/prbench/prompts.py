@@ -7,7 +7,9 @@ tests/test_leakage.py proves it over a whole generated benchmark.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 # Fields of a benchmark row an RM or policy may see. Anything else is judge-only.
@@ -17,11 +19,13 @@ JUDGE_ONLY_FIELDS = ("narrative", "rubric_aspects")
 
 @dataclass(frozen=True)
 class ScoreRequest:
-    """One response to score: the question, the top-k profile posts (ranked), the answer."""
+    """One response to score: the question, the top-k profile posts (ranked), the answer.
+    `categories` (optional) holds each profile post's category, parallel to `profile`."""
 
     question: str
     answer: str
     profile: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,117 @@ class PairRequest:
     chosen: str
     rejected: str
     profile: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------
+# Prompt templates: one text file per role, in a folder (config key `prompts.templates`).
+# Placeholders (the authors' style, replaced literally so other braces stay as written):
+#   {question} {profile} {profile_block} {answer} {Response_A} {Response_B} {aspects}
+# {profile} = the top-k posts rendered with the post format, joined by newlines;
+# {profile_block} = "Here are some of my previous posts:" + numbered posts + blank line, or ""
+# when there is no profile (the compact layout). A missing *_system.txt means no system turn.
+# ---------------------------------------------------------------------------------------------
+TEMPLATE_ROOT = Path(__file__).parent / "prompt_templates"
+ROLES = ("policy_system", "policy_user", "pairwise_system", "pairwise_user",
+         "pointwise_system", "pointwise_user", "rubric_system", "rubric_user")
+REQUIRED_ROLES = ("policy_user", "pairwise_user", "pointwise_user", "rubric_user")
+PLACEHOLDERS = ("question", "profile", "profile_block", "answer", "Response_A", "Response_B", "aspects")
+AUTHORS_POST_FORMAT = "Post {i} (Category: {category}):\n{text}"
+DEFAULT_PROMPTS = {"templates": "default", "post_format": AUTHORS_POST_FORMAT}
+UNKNOWN_CATEGORY = "unknown"
+
+
+@dataclass(frozen=True)
+class PromptTemplates:
+    """A template set: role -> text (None for an absent optional system turn), + post format."""
+
+    texts: tuple[tuple[str, str | None], ...]
+    post_format: str = AUTHORS_POST_FORMAT
+    origin: str = ""
+
+    def get(self, role: str) -> str | None:
+        return dict(self.texts).get(role)
+
+
+def template_dir(name_or_path: str) -> Path:
+    """A bundled set name (prompt_templates/<name>) or a folder path."""
+    bundled = TEMPLATE_ROOT / name_or_path
+    if "/" not in name_or_path and bundled.is_dir():
+        return bundled
+    return Path(name_or_path)
+
+
+def load_templates(prompts_cfg: dict | None = None) -> PromptTemplates:
+    """Read a template set named by the config section `prompts` ({templates, post_format, files})."""
+    cfg = {**DEFAULT_PROMPTS, **(prompts_cfg or {})}
+    folder = template_dir(str(cfg["templates"]))
+    if not folder.is_dir():
+        raise FileNotFoundError(f"config key prompts.templates: no template folder {str(folder)!r} "
+                                f"(bundled sets: {sorted(p.name for p in TEMPLATE_ROOT.iterdir() if p.is_dir())})")
+    files = {role: f"{role}.txt" for role in ROLES}
+    files.update(cfg.get("files") or {})
+    texts = {}
+    for role in ROLES:
+        f = folder / files[role]
+        if f.is_file():
+            texts[role] = f.read_text(encoding="utf-8").rstrip("\n")
+        elif role in REQUIRED_ROLES:
+            raise FileNotFoundError(f"config key prompts.templates: {str(folder)!r} has no {files[role]!r} "
+                                    f"(role {role}; rename it with prompts.files.{role})")
+        else:
+            texts[role] = None
+    fmt = str(cfg["post_format"])
+    try:
+        fmt.format(i=1, category="c", text="t")
+    except (KeyError, IndexError, ValueError) as e:
+        raise ValueError(f"config key prompts.post_format: {fmt!r} is not a format with {{i}}, {{category}}, "
+                         f"{{text}} ({e})") from None
+    return PromptTemplates(tuple(texts.items()), fmt, str(folder))
+
+
+_ACTIVE: PromptTemplates | None = None
+FALLBACK_PROMPTS = {"templates": "compact", "post_format": "{i}. {text}"}
+
+
+def configure(prompts_cfg: dict | None) -> PromptTemplates:
+    """Select the template set every builder uses in this process (called by the workflow
+    scripts with the config section `prompts`; absent -> the bundled default)."""
+    global _ACTIVE
+    _ACTIVE = load_templates(prompts_cfg)
+    return _ACTIVE
+
+
+def active_templates() -> PromptTemplates:
+    """The configured set; a process that never called `configure` (library use, unit tests)
+    gets FALLBACK_PROMPTS, the compact layout of earlier versions. Workflow jobs always configure
+    (the config's `prompts` section; schema default: the bundled `default` set)."""
+    global _ACTIVE
+    if _ACTIVE is None:
+        _ACTIVE = load_templates(FALLBACK_PROMPTS)
+    return _ACTIVE
+
+
+def fill(template: str, **values: str) -> str:
+    """Replace each known `{placeholder}` literally (the authors' convention): braces in the
+    template that name no placeholder stay as written, and values are never re-expanded."""
+    unknown = set(values) - set(PLACEHOLDERS)
+    if unknown:
+        raise ValueError(f"unknown placeholders {sorted(unknown)}")
+    pattern = re.compile("|".join(re.escape("{" + k + "}") for k in values)) if values else None
+    if pattern is None:
+        return template
+    return pattern.sub(lambda m: values[m.group(0)[1:-1]], template)
+
+
+def render_profile(profile: Sequence[str], categories: Sequence[str] = (), top_k: int | None = None,
+                   post_format: str | None = None) -> str:
+    """The top-k posts in rank order, each through the post format ({i} from 1, {category}, {text})."""
+    posts = list(profile)[: top_k if top_k is not None else len(profile)]
+    cats = list(categories)
+    fmt = post_format if post_format is not None else active_templates().post_format
+    return "\n".join(fmt.format(i=i, category=(cats[i - 1] if i - 1 < len(cats) and cats[i - 1] else UNKNOWN_CATEGORY),
+                                text=p.strip()) for i, p in enumerate(posts, 1))
 
 
 def profile_block(profile: Sequence[str], top_k: int | None = None) -> str:
@@ -43,7 +158,7 @@ def profile_block(profile: Sequence[str], top_k: int | None = None) -> str:
 
 
 def user_turn(question: str, profile: Sequence[str] = (), use_profile: bool = True, top_k: int | None = None) -> str:
-    """The paper's user turn: optional top-k profile posts, then the question."""
+    """The RM user turn: optional top-k profile posts, then the question."""
     if not isinstance(question, str) or not question.strip():
         raise ValueError("question must be a non-empty string")
     block = profile_block(profile, top_k) if use_profile else ""
@@ -58,17 +173,29 @@ def rm_messages(req: ScoreRequest, use_profile: bool, top_k: int | None = None) 
     ]
 
 
-def policy_messages(question: str, profile: Sequence[str] = (), top_k: int | None = None) -> list[dict]:
-    """Policy prompt (BoN sampling, PPO): the paper template, question + top-k profile posts."""
-    return [{"role": "user", "content": user_turn(question, profile, True, top_k)}]
+def _profile_values(profile: Sequence[str], categories: Sequence[str], use_profile: bool,
+                    top_k: int | None, tpl: PromptTemplates) -> dict:
+    if not use_profile:
+        return {"profile": "", "profile_block": ""}
+    return {"profile": render_profile(profile, categories, top_k, tpl.post_format),
+            "profile_block": profile_block(profile, top_k)}
 
 
+def _chat(tpl: PromptTemplates, role: str, **values: str) -> list[dict]:
+    system = tpl.get(f"{role}_system")
+    msgs = [{"role": "system", "content": fill(system, **values)}] if system else []
+    msgs.append({"role": "user", "content": fill(tpl.get(f"{role}_user"), **values)})
+    return msgs
+
+
+# The compact set's wording as the str.format strings of earlier versions ({context} = the
+# profile block, {a}/{b} = the answers). Kept because the demo policy's tokenizer is trained on
+# this text (prbench.policy.train_demo_policy); prompts are built from the template files.
 PAIRWISE_TEMPLATE = (
     "{context}Which answer better fits my question and my interests?\n"
     "Question: {question}\n\n[Answer A]\n{a}\n\n[Answer B]\n{b}\n\n"
     "Reply with exactly one line: \"Result: A\" or \"Result: B\"."
 )
-
 POINTWISE_TEMPLATE = (
     "{context}Rate how well the answer fits my question and my interests on a scale from 1 to 10.\n"
     "Question: {question}\n\n[Answer]\n{answer}\n\n"
@@ -76,16 +203,42 @@ POINTWISE_TEMPLATE = (
 )
 
 
+def _check_question(question: str) -> str:
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("question must be a non-empty string")
+    return question.strip()
+
+
+def policy_messages(question: str, profile: Sequence[str] = (), top_k: int | None = None,
+                    categories: Sequence[str] = (), templates: PromptTemplates | None = None) -> list[dict]:
+    """Policy prompt (BoN sampling, PPO): [system,] user with the question and top-k profile posts."""
+    tpl = templates or active_templates()
+    return _chat(tpl, "policy", question=_check_question(question),
+                 **_profile_values(profile, categories, True, top_k, tpl))
+
+
 def pairwise_judge_messages(question: str, a: str, b: str, profile: Sequence[str] = (),
-                            use_profile: bool = True, top_k: int | None = None) -> list[dict]:
-    ctx = profile_block(profile, top_k) if use_profile else ""
-    return [{"role": "user", "content": PAIRWISE_TEMPLATE.format(context=ctx, question=question.strip(), a=a, b=b)}]
+                            use_profile: bool = True, top_k: int | None = None,
+                            categories: Sequence[str] = (), templates: PromptTemplates | None = None) -> list[dict]:
+    tpl = templates or active_templates()
+    return _chat(tpl, "pairwise", question=_check_question(question), Response_A=a, Response_B=b,
+                 **_profile_values(profile, categories, use_profile, top_k, tpl))
 
 
 def pointwise_judge_messages(question: str, answer: str, profile: Sequence[str] = (),
-                             use_profile: bool = True, top_k: int | None = None) -> list[dict]:
-    ctx = profile_block(profile, top_k) if use_profile else ""
-    return [{"role": "user", "content": POINTWISE_TEMPLATE.format(context=ctx, question=question.strip(), answer=answer)}]
+                             use_profile: bool = True, top_k: int | None = None,
+                             categories: Sequence[str] = (), templates: PromptTemplates | None = None) -> list[dict]:
+    tpl = templates or active_templates()
+    return _chat(tpl, "pointwise", question=_check_question(question), answer=answer,
+                 **_profile_values(profile, categories, use_profile, top_k, tpl))
+
+
+def rubric_messages(question: str, answer: str, aspects: Sequence[str],
+                    templates: PromptTemplates | None = None) -> list[dict]:
+    """Rubric judge prompt: question, answer and the numbered aspects (judge-only input)."""
+    tpl = templates or active_templates()
+    block = "\n".join(f"{i}. {a.strip()}" for i, a in enumerate(aspects, 1))
+    return _chat(tpl, "rubric", question=question.strip(), answer=answer.strip(), aspects=block)
 
 
 def render_chat(tokenizer, messages: list[dict], add_generation_prompt: bool = False) -> str:

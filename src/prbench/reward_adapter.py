@@ -34,7 +34,9 @@ log = logging.getLogger("prbench.reward_adapter")
 
 def render_policy_prompt(tokenizer, row: dict) -> str:
     """The policy prompt text of a prompt row (paper template + the policy's chat template)."""
-    return render_chat(tokenizer, policy_messages(row["question"], row.get("profile", [])), add_generation_prompt=True)
+    return render_chat(tokenizer, policy_messages(row["question"], row.get("profile", []),
+                                                  categories=row.get("profile_categories", ())),
+                       add_generation_prompt=True)
 
 
 def tokenize_prompt(tokenizer, text: str) -> list[int]:
@@ -121,7 +123,8 @@ class RewardAdapter(nn.Module):
 
     base_model_prefix = "backbone"
 
-    def __init__(self, rm, tokenizer, prompt_index: PromptIndex, nan_reward: float = 0.0):
+    def __init__(self, rm, tokenizer, prompt_index: PromptIndex, nan_reward: float = 0.0,
+                 reward_scale: float = 1.0):
         super().__init__()
         if not math.isfinite(float(nan_reward)):
             raise ValueError(f"ppo.nan_reward must be a finite number, got {nan_reward!r}")
@@ -131,6 +134,9 @@ class RewardAdapter(nn.Module):
         self.tokenizer = tokenizer
         self.index = prompt_index
         self.nan_reward = float(nan_reward)
+        if not (math.isfinite(float(reward_scale)) and float(reward_scale) > 0):
+            raise ValueError(f"ppo.reward_scale must be a positive number, got {reward_scale!r}")
+        self.reward_scale = float(reward_scale)  # reward = RM score * reward_scale (authors: / 10)
         self.pad_token_id = int(tokenizer.pad_token_id)
         self.backbone = _AdapterBackbone(self)
         self.score = nn.Identity()
@@ -163,12 +169,14 @@ class RewardAdapter(nn.Module):
             prompt = self.index.rows[idx]
             answer = self.tokenizer.decode(seq[plen:], skip_special_tokens=True).strip()
             out.append(ScoreRequest(question=prompt["question"], answer=answer,
-                                    profile=tuple(prompt.get("profile", []))))
+                                    profile=tuple(prompt.get("profile", [])),
+                                    categories=tuple(prompt.get("profile_categories", ()))))
         return out
 
     # -- scoring -----------------------------------------------------------------------------
     def score_requests(self, requests: Sequence[ScoreRequest]) -> np.ndarray:
-        """RM scores with NaN replaced by `nan_reward`; failures counted in `stats`/`total`."""
+        """RM scores times `reward_scale`, NaN replaced by `nan_reward` (not scaled); failures
+        counted in `stats`/`total` (whose `raw` keeps the unscaled scores)."""
         res = self.rm.score(list(requests))
         scores = np.asarray(res.scores, dtype=np.float64)
         if scores.shape != (len(requests),):
@@ -182,7 +190,7 @@ class RewardAdapter(nn.Module):
             st.scored += len(requests)
             st.failures += n_bad
             st.raw.extend(float(x) for x in scores[~bad])
-        return np.where(bad, self.nan_reward, scores)
+        return np.where(bad, self.nan_reward, scores * self.reward_scale)
 
     @torch.no_grad()
     def rewards_for_ids(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:

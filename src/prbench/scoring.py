@@ -77,7 +77,8 @@ def score_pairs(rm, rows: Sequence[dict]) -> tuple[list[dict], dict]:
     info: dict = {"pairs": len(rows)}
     extra: list[dict] = [{} for _ in rows]
     if getattr(rm, "pairwise", False):
-        out = rm.compare([PairRequest(r["question"], r["chosen"], r["rejected"], tuple(r["profile"])) for r in rows])
+        out = rm.compare([PairRequest(r["question"], r["chosen"], r["rejected"], tuple(r["profile"]),
+                                      tuple(r.get("profile_categories", ()))) for r in rows])
         prefs = np.asarray(out.prefs, dtype=float)
         sc, sr = prefs, 1.0 - prefs
         for e, d in zip(extra, out.details or [{}] * len(rows)):
@@ -94,7 +95,7 @@ def score_pairs(rm, rows: Sequence[dict]) -> tuple[list[dict], dict]:
                 key = (r["question"], tuple(r["profile"]), ans)
                 if key not in index:
                     index[key] = len(reqs)
-                    reqs.append(ScoreRequest(r["question"], ans, tuple(r["profile"])))
+                    reqs.append(ScoreRequest(r["question"], ans, tuple(r["profile"]), tuple(r.get("profile_categories", ()))))
                 pair_slots.append(index[key])
             slots.append(pair_slots)
         info["responses"] = 2 * len(rows)

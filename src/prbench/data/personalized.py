@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass
 from typing import Iterable
 
-from .checks import DataError, DropLog, DuplicateGuard, check_pair_texts, require
+from .checks import DataError, DropLog, DuplicateGuard, check_pair_texts, is_blank, require, where
 from .sources import iter_source
 
 log = logging.getLogger("prbench.data.personalized")
@@ -26,7 +26,9 @@ FIELDS = ("id", "question", "profile", "rubric_aspects", "narrative", "category"
 
 @dataclass
 class PersonalizedRow:
-    """One validated row. `posts` are all profile post texts in file order."""
+    """One validated row. `posts` are all profile post texts in file order, `post_categories`
+    their categories (parallel; "" where a post has none). Question-only rows (the downstream
+    LaMP-QA source) have empty `chosen` / `rejected`."""
 
     pair_id: str
     raw_id: str
@@ -37,6 +39,7 @@ class PersonalizedRow:
     rejected: str
     rubric_aspects: list[dict]
     narrative: str
+    post_categories: list[str] | None = None
 
 
 def make_pair_id(subset: str, raw_id: str) -> str:
@@ -44,16 +47,22 @@ def make_pair_id(subset: str, raw_id: str) -> str:
     return f"{subset}/{raw_id}"
 
 
-def parse_row(rec: dict, subset: str, origin: str, row: int | str) -> PersonalizedRow:
-    """Validate one hub-schema row; DataError names file, row and field."""
+def parse_row(rec: dict, subset: str, origin: str, row: int | str, pair: bool = True) -> PersonalizedRow:
+    """Validate one hub-schema row; DataError names file, row and field. `pair=False` reads a
+    question-only row (LaMP-QA schema: no chosen / rejected)."""
     raw_id = require(rec, "id", origin, row)
     question = require(rec, "question", origin, row)
     profile = require(rec, "profile", origin, row, list)
-    posts = []
+    posts, cats = [], []
     for i, post in enumerate(profile):
         text = require(post, "text", origin, row, str, path=f"profile[{i}].")
         posts.append(text)
-    aspects = require(rec, "rubric_aspects", origin, row, list)
+        cat = post.get("category")
+        if cat is not None and not isinstance(cat, str):
+            raise DataError(f"{where(origin, row)}: field 'profile[{i}].category' must be str, got {type(cat).__name__}")
+        cats.append(cat or "")
+    # question-only rows (downstream source): judge keys may be absent, e.g. on a train split
+    aspects = require(rec, "rubric_aspects", origin, row, list) if pair or rec.get("rubric_aspects") is not None else []
     clean_aspects = []
     for i, asp in enumerate(aspects):
         clean_aspects.append({
@@ -61,26 +70,31 @@ def parse_row(rec: dict, subset: str, origin: str, row: int | str) -> Personaliz
             "evidence": str(asp.get("evidence") or ""),
             "reason": str(asp.get("reason") or ""),
         })
-    narrative = require(rec, "narrative", origin, row)
-    chosen = require(rec, "chosen", origin, row)
-    rejected = require(rec, "rejected", origin, row)
+    narrative = require(rec, "narrative", origin, row) if pair or rec.get("narrative") is not None else ""
+    chosen = require(rec, "chosen", origin, row) if pair else ""
+    rejected = require(rec, "rejected", origin, row) if pair else ""
     return PersonalizedRow(make_pair_id(subset, raw_id), raw_id, subset, question, posts, chosen, rejected,
-                           clean_aspects, narrative)
+                           clean_aspects, narrative, cats)
 
 
 def load_rows(source: str, subset: str, split: str, drops: DropLog,
-              rows: Iterable[tuple[str, int, dict]] | None = None) -> list[PersonalizedRow]:
-    """Read and validate one subset/split; counted drops go to `drops`."""
+              rows: Iterable[tuple[str, int, dict]] | None = None, pair: bool = True,
+              key: str = "data.personalized.source") -> list[PersonalizedRow]:
+    """Read and validate one subset/split; counted drops go to `drops`. `pair=False`: question
+    rows without answers (the downstream prompt source, config key `data.personalized.downstream`)."""
     guard = DuplicateGuard(f"{source}/{subset}/{split}")
     out = []
-    it = rows if rows is not None else iter_source(source, split, subset, key="data.personalized.source")
+    it = rows if rows is not None else iter_source(source, split, subset, key=key)
     for origin, lineno, rec in it:
         drops.read += 1
-        r = parse_row(rec, subset, origin, lineno)
+        r = parse_row(rec, subset, origin, lineno, pair=pair)
         if not guard.check(r.raw_id, rec, origin, lineno):
             drops.drop("duplicate_id", r.pair_id, origin, lineno)
             continue
-        if not check_pair_texts(r.question, r.chosen, r.rejected, r.pair_id, drops, origin, lineno):
+        if pair and not check_pair_texts(r.question, r.chosen, r.rejected, r.pair_id, drops, origin, lineno):
+            continue
+        if not pair and is_blank(r.question):
+            drops.drop("empty_question", r.pair_id, origin, lineno)
             continue
         if not r.posts:
             drops.note(f"{r.pair_id}: empty profile (kept; the RM sees the question only)")
@@ -93,8 +107,9 @@ def load_rows(source: str, subset: str, split: str, drops: DropLog,
     return out
 
 
-def canonical(r: PersonalizedRow, profile: list[str]) -> dict:
-    """The RM-visible pair: never narrative or rubric aspects."""
+def canonical(r: PersonalizedRow, profile: list[str], categories: list[str] | None = None) -> dict:
+    """The RM-visible pair: never narrative or rubric aspects. `profile_categories` runs parallel
+    to `profile` (each retrieved post's category)."""
     return {
         "pair_id": r.pair_id,
         "benchmark": BENCH,
@@ -103,6 +118,7 @@ def canonical(r: PersonalizedRow, profile: list[str]) -> dict:
         "question_id": r.pair_id,
         "question": r.question,
         "profile": list(profile),
+        "profile_categories": list(categories) if categories is not None else [""] * len(profile),
         "chosen": r.chosen,
         "rejected": r.rejected,
     }
@@ -118,5 +134,6 @@ def judge_key(r: PersonalizedRow) -> dict:
     }
 
 
-def prompt_row(r: PersonalizedRow, profile: list[str]) -> dict:
-    return {"question_id": r.pair_id, "subset": r.subset, "question": r.question, "profile": list(profile)}
+def prompt_row(r: PersonalizedRow, profile: list[str], categories: list[str] | None = None) -> dict:
+    return {"question_id": r.pair_id, "subset": r.subset, "question": r.question, "profile": list(profile),
+            "profile_categories": list(categories) if categories is not None else [""] * len(profile)}

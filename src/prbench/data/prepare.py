@@ -6,10 +6,14 @@ Train files (`results/data/train/{bench}.jsonl`) hold the canonical pairs of the
 train split (`train_split`). When a source has no train split (the paper's hub data) the file
 is written empty and the report says so: no stage outside the demo trains on it.
 
-Prompt rows (`results/data/prompts/{train,eval}.jsonl`): with `train_split` set, train prompts
-are the train split's questions and eval prompts the evaluated split's questions; without it
-the evaluated split is divided by a hash of (seed, question_id): a `holdout_fraction` share
-goes to eval, the rest to train. Either way train and eval never share a question.
+Prompt rows (`results/data/prompts/{train,eval}.jsonl`): with `downstream` set (a separate
+source in the LaMP-QA schema, the paper's protocol) train prompts are its `train_split`
+questions and eval prompts its `eval_split` questions, every one of them, ranked with the same
+retriever; their judge keys join the judge-key file. Otherwise, with `train_split` set, train
+prompts are the benchmark's train split questions and eval prompts the evaluated split's
+questions; without either the evaluated split is divided by a hash of (seed, question_id): a
+`holdout_fraction` share goes to eval, the rest to train. In every mode train and eval never
+share a question id or a question text (checked: DataError).
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ from ..seeding import stable_seed
 from . import personalized as pers
 from . import rewardbench, rmbench
 from .checks import DropLog, log_report
-from .retrieval import rank_profiles
+from .retrieval import rank_profile_indices
 
 log = logging.getLogger("prbench.data.prepare")
 
@@ -54,18 +58,54 @@ def in_holdout(seed: int, question_id: str, fraction: float) -> bool:
     return stable_seed(seed, "holdout", question_id) / 2**32 < fraction
 
 
-def _retrieve(rows: list[pers.PersonalizedRow], embed, top_k: int) -> list[list[str]]:
-    """Top-k posts per row, grouped by subset so memory stays bounded on the real data."""
-    out: list[list[str] | None] = [None] * len(rows)
+def _retrieve(rows: list[pers.PersonalizedRow], embed, top_k: int) -> list[tuple[list[str], list[str]]]:
+    """Top-k (post texts, post categories) per row, grouped by subset so memory stays bounded."""
+    out: list[tuple[list[str], list[str]] | None] = [None] * len(rows)
     by_subset: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
         by_subset.setdefault(r.subset, []).append(i)
     for subset, idx in by_subset.items():
-        ranked = rank_profiles(embed, [rows[i].question for i in idx], [rows[i].posts for i in idx], top_k)
-        for i, prof in zip(idx, ranked):
-            out[i] = prof
+        ranked = rank_profile_indices(embed, [rows[i].question for i in idx], [rows[i].posts for i in idx], top_k)
+        for i, order in zip(idx, ranked):
+            cats = rows[i].post_categories or [""] * len(rows[i].posts)
+            out[i] = ([rows[i].posts[j] for j in order], [cats[j] for j in order])
         log.info("retrieved top-%d posts for %d %s rows", top_k, len(idx), subset)
     return out  # type: ignore[return-value]
+
+
+def _check_disjoint(train: list[dict], evals: list[dict], what: str) -> int:
+    """No eval question id may reach PPO training (DataError). Returns how many question texts
+    the two sides share (different ids, same wording: logged and reported, not an error)."""
+    from .checks import DataError
+
+    ids = {p["question_id"] for p in train} & {p["question_id"] for p in evals}
+    if ids:
+        raise DataError(f"{what}: train and eval prompts share {len(ids)} question ids, e.g. {sorted(ids)[:3]}")
+    texts = {p["question"].strip() for p in train} & {p["question"].strip() for p in evals}
+    if texts:
+        log.warning("%s: %d question texts appear in both train and eval prompts (different ids)", what, len(texts))
+    return len(texts)
+
+
+def _downstream(ds_cfg: dict, subsets: list[str], cached, top_k: int) -> tuple[list[dict], list[dict], list[dict], dict]:
+    """Train / eval prompt rows and eval judge keys from the downstream source (LaMP-QA schema)."""
+    source = ds_cfg["source"]
+    subs = ds_cfg.get("subsets") or subsets
+    out, drops = {}, {}
+    for role in ("train_split", "eval_split"):
+        split = ds_cfg.get(role) or {"train_split": "train", "eval_split": "test"}[role]
+        drops[split] = DropLog(f"downstream[{split}]")
+        rows: list[pers.PersonalizedRow] = []
+        for subset in subs:
+            rows += pers.load_rows(source, subset, split, drops[split], pair=False,
+                                   key="data.personalized.downstream.source")
+        out[role] = (rows, _retrieve(rows, cached, top_k))
+    train_rows, train_prof = out["train_split"]
+    eval_rows, eval_prof = out["eval_split"]
+    prompts_train = [pers.prompt_row(r, p, c) for r, (p, c) in zip(train_rows, train_prof)]
+    prompts_eval = [pers.prompt_row(r, p, c) for r, (p, c) in zip(eval_rows, eval_prof)]
+    keys = [pers.judge_key(r) for r in eval_rows]
+    return prompts_train, prompts_eval, keys, {s: d.as_dict() for s, d in drops.items()}
 
 
 def prepare_personalized(data_cfg: dict, retriever_cfg: dict, seed: int, outputs: dict,
@@ -102,18 +142,38 @@ def prepare_personalized(data_cfg: dict, retriever_cfg: dict, seed: int, outputs
     test_prof = _retrieve(test_rows, cached, top_k)
     train_prof = _retrieve(train_rows, cached, top_k) if train_rows else []
 
-    bench_rows = [pers.canonical(r, p) for r, p in zip(test_rows, test_prof)]
-    train_pairs = [pers.canonical(r, p) for r, p in zip(train_rows, train_prof)]
+    bench_rows = [pers.canonical(r, p, c) for r, (p, c) in zip(test_rows, test_prof)]
+    train_pairs = [pers.canonical(r, p, c) for r, (p, c) in zip(train_rows, train_prof)]
     keys = [pers.judge_key(r) for r in test_rows]
-    if train_split:
-        prompts_train = [pers.prompt_row(r, p) for r, p in zip(train_rows, train_prof)]
-        prompts_eval = [pers.prompt_row(r, p) for r, p in zip(test_rows, test_prof)]
+    downstream = data_cfg.get("downstream")
+    ds_splits = None
+    if downstream:
+        prompts_train, prompts_eval, ds_keys, ds_splits = _downstream(downstream, data_cfg["subsets"], cached, top_k)
+        have = {k["question_id"]: k for k in keys}
+        for k in ds_keys:
+            old = have.get(k["question_id"])
+            if old is None:
+                keys.append(k)
+                have[k["question_id"]] = k
+            elif old["rubric_aspects"] != k["rubric_aspects"] or old["narrative"] != k["narrative"]:
+                from .checks import DataError
+
+                raise DataError(f"data.personalized.downstream.source {downstream['source']!r}: question "
+                                f"{k['question_id']!r} has other rubric aspects / narrative than in "
+                                f"data.personalized.source {source!r}")
+        prompt_mode = (f"downstream source {downstream['source']!r}: train prompts from split "
+                       f"{downstream.get('train_split', 'train')!r}, eval prompts from split "
+                       f"{downstream.get('eval_split', 'test')!r}")
+    elif train_split:
+        prompts_train = [pers.prompt_row(r, p, c) for r, (p, c) in zip(train_rows, train_prof)]
+        prompts_eval = [pers.prompt_row(r, p, c) for r, (p, c) in zip(test_rows, test_prof)]
         prompt_mode = f"train prompts from split {train_split!r}, eval prompts from split {split!r}"
     else:
         prompts_train, prompts_eval = [], []
-        for r, p in zip(test_rows, test_prof):
-            (prompts_eval if in_holdout(seed, r.pair_id, frac) else prompts_train).append(pers.prompt_row(r, p))
+        for r, (p, c) in zip(test_rows, test_prof):
+            (prompts_eval if in_holdout(seed, r.pair_id, frac) else prompts_train).append(pers.prompt_row(r, p, c))
         prompt_mode = f"split {split!r} divided by hashed question id: {frac:.0%} eval (holdout), rest train"
+    shared_texts = _check_disjoint(prompts_train, prompts_eval, "data.personalized" + (".downstream" if downstream else ""))
 
     write_jsonl(outputs["benchmark"], bench_rows)
     write_jsonl(outputs["judge_keys"], keys)
@@ -131,7 +191,8 @@ def prepare_personalized(data_cfg: dict, retriever_cfg: dict, seed: int, outputs
         "train_pairs": len(train_pairs),
         "train_note": None if train_split else "no train split configured: train file written empty",
         "judge_keys": len(keys),
-        "prompts": {"train": len(prompts_train), "eval": len(prompts_eval), "mode": prompt_mode},
+        "prompts": {"train": len(prompts_train), "eval": len(prompts_eval), "mode": prompt_mode,
+                    "downstream_splits": ds_splits, "shared_question_texts": shared_texts},
         "retriever": {"model": retriever_cfg["model"], "pooling": retriever_cfg.get("pooling", "mean"),
                       "top_k": top_k, "unique_texts_embedded": cached.n_unique},
         "mean_profile_posts": float(np.mean([len(r.posts) for r in test_rows])) if test_rows else 0.0,

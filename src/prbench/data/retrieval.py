@@ -81,6 +81,13 @@ def rank_profiles(embed, questions: Sequence[str], profiles: Sequence[Sequence[s
     `embed(texts) -> array` is called once on the unique texts; ties keep the original post
     order (stable sort), so the result is deterministic.
     """
+    return [[posts[i] for i in order]
+            for posts, order in zip(profiles, rank_profile_indices(embed, questions, profiles, top_k))]
+
+
+def rank_profile_indices(embed, questions: Sequence[str], profiles: Sequence[Sequence[str]],
+                         top_k: int) -> list[list[int]]:
+    """`rank_profiles` as post indices, so per-post fields (the category) follow the ranking."""
     if len(questions) != len(profiles):
         raise ValueError("questions and profiles must have the same length")
     if top_k <= 0:
@@ -101,8 +108,7 @@ def rank_profiles(embed, questions: Sequence[str], profiles: Sequence[Sequence[s
         qv = emb[uniq[q]]
         pv = emb[[uniq[p] for p in posts]]
         scores = pv @ qv
-        order = np.argsort(-scores, kind="stable")[:top_k]
-        result.append([posts[i] for i in order])
+        result.append([int(i) for i in np.argsort(-scores, kind="stable")[:top_k]])
     return result
 
 

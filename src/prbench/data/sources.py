@@ -109,10 +109,22 @@ def personalized_input_files(config: dict) -> list[str]:
     from .demo_world import DEMO_PREFIX, demo_outputs
 
     pers = config["data"]["personalized"]
-    if config.get("demo", {}).get("enabled") and pers["source"].startswith(DEMO_PREFIX):
-        return demo_outputs(config)["personalized"]
-    splits = [pers["split"]] + ([pers["train_split"]] if pers.get("train_split") else [])
-    return [f for s in pers["subsets"] for sp in splits for f in local_input_files(pers["source"], sp, s)]
+    demo = config.get("demo", {}).get("enabled")
+    if demo and pers["source"].startswith(DEMO_PREFIX):
+        files = list(demo_outputs(config)["personalized"])
+    else:
+        splits = [pers["split"]] + ([pers["train_split"]] if pers.get("train_split") else [])
+        files = [f for s in pers["subsets"] for sp in splits for f in local_input_files(pers["source"], sp, s)]
+    ds = pers.get("downstream")
+    if ds:  # the downstream prompt source (LaMP-QA schema): its local files, or the demo world's
+        subs = ds.get("subsets") or pers["subsets"]
+        splits = [ds.get("train_split", "train"), ds.get("eval_split", "test")]
+        if demo and ds["source"].startswith(DEMO_PREFIX):
+            extra = [f"{ds['source'].rstrip('/')}/{s}/{sp}.jsonl" for s in subs for sp in splits]
+        else:
+            extra = [f for s in subs for sp in splits for f in local_input_files(ds["source"], sp, s)]
+        files += [f for f in extra if f not in files]
+    return files
 
 
 def baseline_input_files(config: dict, name: str) -> list[str]:

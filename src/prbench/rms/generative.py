@@ -175,6 +175,7 @@ class GenerativePairwiseRM(_GenerativeRM):
         self.n_both_right = 0
         self.reference_answers: dict = {}
         self._score_cache: dict = {}
+        self._categories: dict = {}  # (question, profile) -> the posts' categories, for the prompts
         self.n_score_comparisons = 0
         m = spec.get("score_opponents")
         self.score_opponents = None if m is None else int(m)
@@ -192,8 +193,8 @@ class GenerativePairwiseRM(_GenerativeRM):
             posts = self._posts(p.profile)
             for chosen_is_a in orders:
                 a, b = (p.chosen, p.rejected) if chosen_is_a else (p.rejected, p.chosen)
-                build = lambda ps, a=a, b=b, q=p.question: prompts.pairwise_judge_messages(  # noqa: E731
-                    q, a, b, ps, self.use_profile, None)
+                build = lambda ps, a=a, b=b, q=p.question, c=p.categories: prompts.pairwise_judge_messages(  # noqa: E731
+                    q, a, b, ps, self.use_profile, None, categories=c)
                 jobs.append((i, chosen_is_a))
                 prompt_ids.append(self._prompt_ids(build, posts))
         raws = self._generate(prompt_ids, desc=f"judge {self.name}")
@@ -251,7 +252,8 @@ class GenerativePairwiseRM(_GenerativeRM):
                 seen.add(key)
                 todo.append(key)
         if todo:
-            out = self.compare([PairRequest(q, x, y, prof) for q, prof, x, y in todo])
+            out = self.compare([PairRequest(q, x, y, prof, self._categories.get((q, prof), ()))
+                                for q, prof, x, y in todo])
             for key, p in zip(todo, out.prefs):
                 cache[key] = float(p)
             self.n_score_comparisons += len(todo)
@@ -275,6 +277,7 @@ class GenerativePairwiseRM(_GenerativeRM):
         groups: dict[tuple, list[int]] = {}
         for i, r in enumerate(requests):
             groups.setdefault((r.question, tuple(r.profile)), []).append(i)
+            self._categories[(r.question, tuple(r.profile))] = tuple(r.categories)
         jobs: list[tuple[int, tuple]] = []  # (request index, (q, profile, answer, opponent))
         lone_fixed = 0
         for (q, prof), idx in groups.items():
@@ -316,7 +319,7 @@ class GenerativePointwiseRM(_GenerativeRM):
         prompt_ids = []
         for r in requests:
             build = lambda ps, r=r: prompts.pointwise_judge_messages(  # noqa: E731
-                r.question, r.answer, ps, self.use_profile, None)
+                r.question, r.answer, ps, self.use_profile, None, categories=r.categories)
             prompt_ids.append(self._prompt_ids(build, self._posts(r.profile)))
         raws = self._generate(prompt_ids, desc=f"judge {self.name}")
         scores = np.asarray([parse_score(t) for t in raws], dtype=float)
