@@ -12,70 +12,14 @@ import pytest
 from prbench.prompts import ScoreRequest
 from prbench.rms import load_reward_model
 from prbench.rms.prefix import PrefixScorer, common_prefix_len, read_position, unsupported_reason
-from rm_helpers import corpus, make_pairs, minilm_classifier
-
-LLAMA3_TEMPLATE = (
-    "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n"
-    "{{ m['content'] | trim }}<|eot_id|>{% endfor %}"
-    "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}"
-)
-CHATML_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-# Qwen3 style: the last assistant turn carries an (empty) think block the prompt does not have.
-QWEN3_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
-    "{% if m['role'] == 'assistant' and loop.last %}<think>\n\n</think>\n\n{% endif %}"
-    "{{ m['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-FAMILIES = {
-    "llama": dict(specials=["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
-                            "<|eot_id|>", "<|finetune_right_pad_id|>"],
-                  bos="<|begin_of_text|>", eos="<|eot_id|>", pad="<|finetune_right_pad_id|>", template=LLAMA3_TEMPLATE),
-    "qwen2": dict(specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>"], bos=None, eos="<|im_end|>",
-                  pad="<|endoftext|>", template=CHATML_TEMPLATE),
-    "qwen3": dict(specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"], bos=None,
-                  eos="<|im_end|>", pad="<|endoftext|>", template=QWEN3_TEMPLATE),
-}
-
-
-def family_tokenizer(family: str):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    f = FAMILIES[family]
-    tk = Tokenizer(models.BPE())
-    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tk.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=500, special_tokens=f["specials"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tk.train_from_iterator(corpus(), trainer)
-    kw = {"bos_token": f["bos"]} if f["bos"] else {}
-    tok = PreTrainedTokenizerFast(tokenizer_object=tk, eos_token=f["eos"], pad_token=f["pad"], **kw)
-    tok.chat_template = f["template"]
-    return tok
-
+from prbench.replica.rms import build_seqcls_replica
+from rm_helpers import make_pairs, minilm_classifier
 
 def decoder_classifier(path, family: str, num_labels: int = 1, seed: int = 0):
-    import torch
-    from transformers import (LlamaConfig, LlamaForSequenceClassification, Qwen2Config,
-                              Qwen2ForSequenceClassification, Qwen3Config, Qwen3ForSequenceClassification)
-
-    tok = family_tokenizer(family)
-    cls = {"llama": (LlamaConfig, LlamaForSequenceClassification), "qwen2": (Qwen2Config, Qwen2ForSequenceClassification),
-           "qwen3": (Qwen3Config, Qwen3ForSequenceClassification)}[family]
-    cfg = cls[0](vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, head_dim=8, max_position_embeddings=2048, num_labels=num_labels,
-                 pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
-    torch.manual_seed(seed)
-    model = cls[1](cfg)
-    with torch.no_grad():
-        model.score.weight.normal_(0, 1.0)
-    model.save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
+    """A tiny decoder classifier replica (prbench.replica.rms): Llama-3, Qwen2 (ChatML) or Qwen3
+    (ChatML with the think block in the last assistant turn)."""
+    return build_seqcls_replica(path, {"llama": "llama3"}.get(family, family), seed=seed, hidden=32,
+                                num_labels=num_labels)
 
 
 def _requests(n_pairs=12, answers_per_prompt=1):
@@ -145,7 +89,9 @@ def test_profile_blind_rm_shares_one_prefix_per_question(tmp_path):
     np.testing.assert_allclose(rm.score(reqs).scores, full, rtol=0, atol=1e-4)
     assert rm.diagnostics()["prefix_groups"] == 1
     n_full, n_cached = rm.prefix.tokens_saved(feats)
-    assert n_cached < n_full / 2
+    p = feats[0]["prefix_len"]
+    assert p > 0 and all(f["prefix_len"] == p for f in feats)
+    assert n_cached == n_full - (len(reqs) - 1) * p  # the shared prompt runs once instead of 16 times
 
 
 def test_option_off_and_encoders_use_full_sequences(tmp_path, caplog):

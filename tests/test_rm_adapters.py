@@ -246,6 +246,20 @@ def test_adapter_choice_and_errors_name_the_key(replicas, tmp_path):
         _rm(broken, trust_remote_code=True)
 
 
+def _spy_from_pretrained(monkeypatch, auto_cls) -> dict:
+    """Record the kwargs `auto_cls.from_pretrained` receives; load on CPU without the GPU placement."""
+    seen: dict = {}
+    real = auto_cls.from_pretrained.__func__
+
+    def spy(cls, path, **kwargs):
+        seen.update(kwargs)
+        kwargs.pop("device_map"), kwargs.pop("max_memory")
+        return real(cls, path, **kwargs)
+
+    monkeypatch.setattr(auto_cls, "from_pretrained", classmethod(spy))
+    return seen
+
+
 def test_multi_gpu_loads_spread_the_model(replicas, monkeypatch):
     """With several GPUs visible, RMs and judges load with device_map="auto" and max_memory."""
     import torch
@@ -266,15 +280,7 @@ def test_multi_gpu_loads_spread_the_model(replicas, monkeypatch):
 
     from transformers import AutoModelForSequenceClassification
 
-    seen = {}
-    real = AutoModelForSequenceClassification.from_pretrained.__func__
-
-    def spy(cls, path, **kwargs):
-        seen.update(kwargs)
-        kwargs.pop("device_map"), kwargs.pop("max_memory")
-        return real(cls, path, **kwargs)
-
-    monkeypatch.setattr(AutoModelForSequenceClassification, "from_pretrained", classmethod(spy))
+    seen = _spy_from_pretrained(monkeypatch, AutoModelForSequenceClassification)
     from prbench.rms.inputs import from_pretrained
 
     # the RM loader's from_pretrained (no GPU here: the options are checked, the load itself is on CPU)
@@ -300,15 +306,7 @@ def test_judge_spreads_over_gpus_and_vllm_takes_the_job_gpus(replicas, monkeypat
         total_memory = 40 * 2**30
 
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: Props())
-    seen = {}
-    real = AutoModelForCausalLM.from_pretrained.__func__
-
-    def spy(cls, path, **kwargs):
-        seen.update(kwargs)
-        kwargs.pop("device_map"), kwargs.pop("max_memory")
-        return real(cls, path, **kwargs)
-
-    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", classmethod(spy))
+    seen = _spy_from_pretrained(monkeypatch, AutoModelForCausalLM)
     judge = TransformersJudge(str(replicas["qwen25"]), device="cuda", dtype="float32")
     assert seen["device_map"] == "auto" and seen["max_memory"] == {i: "36GiB" for i in range(4)}
     assert judge.device == "cpu"  # inputs go where the (here: CPU-loaded) embeddings are

@@ -105,7 +105,7 @@ def _save_remote(out: Path, base, heads: dict, config: dict, files: dict[str, st
 
 
 def build_seqcls_replica(out_dir, family: str = "llama3", seed: int = 0, hidden: int = 64, layers: int = 2,
-                         pad: bool = True) -> Path:
+                         pad: bool = True, num_labels: int = 1) -> Path:
     """A plain `*ForSequenceClassification` RM (Skywork-Reward-V2 style: one logit)."""
     import torch
     from transformers import (LlamaForSequenceClassification, Qwen2Config, Qwen2ForSequenceClassification,
@@ -114,11 +114,11 @@ def build_seqcls_replica(out_dir, family: str = "llama3", seed: int = 0, hidden:
     out = Path(out_dir)
     tok = family_tokenizer(family, pad=pad)
     common = dict(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096, num_labels=1,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096, num_labels=num_labels,
                   eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
     torch.manual_seed(seed)
     if family == "llama3":
-        model = LlamaForSequenceClassification(_llama_config(tok, hidden, layers, num_labels=1))
+        model = LlamaForSequenceClassification(_llama_config(tok, hidden, layers, num_labels=num_labels))
     elif family == "qwen3":
         model = Qwen3ForSequenceClassification(Qwen3Config(head_dim=hidden // 4, **common))
     elif family == "qwen2":
