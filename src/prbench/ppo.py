@@ -42,6 +42,7 @@ import torch
 
 from .generation import neutralize, sampling_settings
 from .io import read_json, read_jsonl, write_csv, write_json, write_jsonl
+from .ppo_rollout import releasing_rollout_scores
 from .prompts import policy_messages, render_chat
 from .reward_adapter import PromptIndex, RewardAdapter, render_policy_prompt, tokenize_prompt
 from .seeding import seed_everything, stable_seed
@@ -580,7 +581,8 @@ def train_ppo(
     if resumed_from is None or resumed_from < settings["total_steps"]:
         log.info("PPO %s: %d steps x %d rollouts (%d prompts), response_length %d", run_name,
                  settings["total_steps"], settings["batch_size"], len(rows), settings["response_length"])
-        trainer.train()
+        with releasing_rollout_scores():  # one copy of the rollout scores, released as read (ppo_rollout)
+            trainer.train()
     acc = trainer.accelerator
     failures, scored = _all_sum([run.adapter.total.failures, run.adapter.total.scored])
     df = pd.DataFrame(run.rows_log)

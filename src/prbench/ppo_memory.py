@@ -1,23 +1,28 @@
 """Memory plan of one trl PPO run (issue 13): the peak bytes per GPU, before the first step.
 
-The estimate follows what trl 1.12's experimental PPOTrainer holds on a training process's GPU:
+The estimate follows what trl 1.12's experimental PPOTrainer holds on a training process's GPU,
+with the rollout scores released as read (`prbench.ppo_rollout`), calibrated on an H100
+(`benchmarks/ppo_memory_gpu.py`, runs in benchmarks/gpu_runs/, numbers in benchmarks/README.md):
 
 * weights: policy and critic in float32 with float32 gradients and two AdamW moments
   (16 bytes per parameter each; every process holds full copies: plain DDP, no ZeRO), the
   reference policy in bf16 (2 bytes per parameter);
-* rollout: `batch_generation` keeps the float32 scores of `generate(output_scores=True)` for the
-  whole local batch (local batch x response length x vocab x 4 bytes) and pads them into a second
-  tensor of the same size (2x at the peak), plus the KV cache of one generation chunk;
+* rollout: the float32 scores of `generate(output_scores=True)` for the whole local batch (local
+  batch x response length x vocab x 4 bytes; one copy: trl's own code keeps up to three, see
+  `prbench.ppo_rollout`) plus one chunk's stacking copy and the KV cache of one generation chunk;
   then, per chunk of `local_rollout_forward_batch_size` rows, the reference forward over the full
   query + response (bf16 logits over prompt + response tokens) and a float32 log-softmax of the
-  response slice, while one copy of the rollout scores is still alive;
-* training: per micro-batch (`per_device_batch_size` rows) the policy-and-value forward over
-  prompt + response: bf16 logits, four float32 response-length x vocab tensors (scaled logits,
-  log-softmax, softmax and the entropy product) and the stored activations of both backbones
-  (34 bytes x hidden per token and layer, Korthikanti et al. 2022, flash/SDPA attention; with
-  gradient checkpointing 2 bytes x hidden per token and layer plus one layer's full activations);
-* the reward model in bf16 with the activations of one forward chunk; with more than one GPU the
-  RM lives on its own GPU (the last one), where every training process keeps its copy.
+  response slice, while the scores are still alive;
+* training: per micro-batch (`per_device_batch_size` rows) the policy-and-value forward and
+  backward over prompt + response: `TRAIN_LOGIT_BYTES` bytes per token and vocabulary entry over
+  the whole sequence, `TRAIN_RESPONSE_BYTES` over the response slice (both measured), and the
+  stored activations of both backbones (34 bytes x hidden per token and layer, Korthikanti et al.
+  2022; with gradient checkpointing 2 bytes x hidden per token and layer plus one layer's full
+  activations);
+* the reward model in bf16 with the activations of one forward chunk (`RM_ACT_BYTES` bytes per
+  token and unit of hidden + intermediate size, measured); with more than one GPU the RM lives on
+  its own GPU (the last one), where every training process keeps its copy;
+* `ALLOCATOR_OVERHEAD`: PyTorch's caching allocator reserved 3-4% above the allocated peak.
 
 Model shapes come from the model's `config.json` when it is a local folder, else from
 `KNOWN_CONFIGS` (the hub models of config.yaml), else from a generic shape scaled from the config
@@ -32,6 +37,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 GB = 1e9
+# Calibrated on an NVIDIA H100 (benchmarks/ppo_memory_gpu.py; benchmarks/README.md): Qwen2.5-0.5B
+# shape, micro-batch 4, prompts of 2,039-4,092 tokens + 512 response tokens; Llama-3.1-8B RM at
+# 2,560 and 8,704 tokens per row.
+TRAIN_LOGIT_BYTES = 13.0     # per micro-batch token x vocab entry, whole sequence (measured 12.5)
+TRAIN_RESPONSE_BYTES = 12.0  # per micro-batch response token x vocab entry (measured 11.6)
+RM_ACT_BYTES = 14.0          # per RM chunk token x (hidden + intermediate) (measured 13.6-13.7)
+ALLOCATOR_OVERHEAD = 1.04    # reserved / allocated at the peak (measured 1.034-1.038)
 # The authors' prompt limit, assumed when ppo.max_prompt_tokens is null (prompts are not capped).
 DEFAULT_PROMPT_TOKENS = 8192
 
@@ -159,26 +171,27 @@ def plan(policy: ModelShape, rm: ModelShape | None, ppo: dict, gpus: int, limit_
     weights = sum(parts.values())
     rollout_logits = local * R * V * 4
     kv_cache = 2 * L * policy.num_key_value_heads * head_dim * T * chunk * 2
+    stack_copy = chunk * R * V * 4  # trl's generate stacks one chunk's scores
     ref_chunk = chunk * T * V * 2 + chunk * R * V * 4
-    rollout_peak = max(2 * rollout_logits, rollout_logits + ref_chunk) + kv_cache
-    parts["rollout: scores of the local batch (fp32, x2 while trl pads)"] = 2 * rollout_logits
+    rollout_peak = rollout_logits + max(stack_copy + kv_cache, ref_chunk)
+    parts["rollout: scores of the local batch (fp32, released as read)"] = rollout_logits
     parts["rollout: reference forward of one chunk"] = ref_chunk
     act_per_layer = (2 if gc else 34) * h * T * m
     acts = 2 * (L * act_per_layer + (34 * h * T * m if gc else 0))  # policy and value backbones
-    train_logits = m * T * V * 2 + 4 * m * R * V * 4
+    train_logits = m * T * V * TRAIN_LOGIT_BYTES + m * R * V * TRAIN_RESPONSE_BYTES
     train_peak = acts + train_logits
     parts["training: activations of policy and value (one micro-batch)"] = acts
-    parts["training: logits and entropy terms (one micro-batch)"] = train_logits
+    parts["training: logits, softmax and their gradients (one micro-batch)"] = train_logits
     rm_gb = 0.0
     rm_gpu = 0.0
     if rm is not None:
         rm_w = 2 * rm.params
-        rm_act = chunk * T * (4 * rm.hidden_size + 2 * rm.intermediate_size) * 2
+        rm_act = chunk * T * (rm.hidden_size + rm.intermediate_size) * RM_ACT_BYTES
         parts["reward model (bf16) + one forward chunk"] = rm_w + rm_act
         rm_gb = rm_w + rm_act
         if g > 1:
-            rm_gpu = procs * rm_w + rm_act  # one copy per training process, one chunk at a time
-    train_gpu = weights + max(rollout_peak, train_peak) + (rm_gb if g == 1 else 0.0)
+            rm_gpu = (procs * rm_w + rm_act) * ALLOCATOR_OVERHEAD  # a copy per training process, one chunk at a time
+    train_gpu = (weights + max(rollout_peak, train_peak) + (rm_gb if g == 1 else 0.0)) * ALLOCATOR_OVERHEAD
     peak = max(train_gpu, rm_gpu)
     return Plan(gpus=g, train_processes=procs, rm_own_gpu=g > 1, local_batch=local, per_device_batch_size=m,
                 gradient_accumulation=accum, rollout_chunk=chunk, prompt_tokens=P, response_length=R,
