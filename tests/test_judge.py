@@ -18,6 +18,36 @@ def test_parse_ratings():
     assert J.parse_ratings("", 1) is None
 
 
+def test_parse_ratings_authors_list_format():
+    # the authors' rubric prompt asks for a bare list of 0/1/2 scores in aspect order
+    assert J.parse_ratings("[2, 1, 0]", 3) == [2, 1, 0]
+    assert J.parse_ratings("[2,0]", 2) == [2, 0]
+    assert J.parse_ratings("```json\n[1, 2, 2]\n```", 3) == [1, 2, 2]
+    assert J.parse_ratings("```\n[0, 0]\n```", 2) == [0, 0]
+    assert J.parse_ratings("Scores: [2, 1]", 2) == [2, 1]
+    assert J.parse_ratings("[2, 1] so the list is [2, 1]", 2) == [2, 1]  # repeated, consistent
+    assert J.parse_ratings("[2, 1, 0]", 2) is None  # wrong length
+    assert J.parse_ratings("[2]", 2) is None
+    assert J.parse_ratings("[2, 3]", 2) is None  # off the 0/1/2 scale
+    assert J.parse_ratings("[1.5, 1]", 2) is None
+    assert J.parse_ratings("[-1, 1]", 2) is None
+    assert J.parse_ratings("[2, 1] or maybe [1, 1]", 2) is None  # disagreeing lists: ambiguous
+    assert J.parse_ratings("[]", 1) is None and J.parse_ratings("[a, b]", 2) is None
+    # the existing format still wins when complete
+    assert J.parse_ratings("Aspect 1: 0\nAspect 2: 2", 2) == [0, 2]
+
+
+def test_list_reply_failures_are_counted_not_zero():
+    items = [J.JudgeItem("q", "ok", ["a", "b"]), J.JudgeItem("q", "long", ["a", "b"]),
+             J.JudgeItem("q", "scale", ["a", "b"])]
+    judge = ScriptedJudge({0: {"ok": "```json\n[2, 0]\n```", "long": "[1, 1, 1]", "scale": "[2, 5]"},
+                           1: {"long": "[1, 1, 1]", "scale": "[2, 5]"}})
+    res = judge.judge(items)
+    assert res[0].score == 1.0 and res[0].ratings == [2, 0] and res[0].failures == 0
+    for r in res[1:]:
+        assert math.isnan(r.score) and r.ratings == [None, None] and r.failures == 2
+
+
 class ScriptedJudge(J._LLMJudge):
     """LLM judge whose replies come from a script: attempt -> reply per answer text."""
 

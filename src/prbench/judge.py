@@ -3,7 +3,7 @@
 Ratings: 0 = aspect not covered, 1 = somewhat covered, 2 = covered very well (the paper's scale).
 Backends (config `judge.backend`):
   - `transformers`: an instruct LLM asked for one "Aspect <i>: <0|1|2>" line per aspect (the paper's
-    judge); an unparseable reply is retried (`judge.retries`, seeded sampling), then counted and
+    judge; a bare list "[2, 1, 0]" in aspect order, the authors' reply format, is parsed too); an unparseable reply is retried (`judge.retries`, seeded sampling), then counted and
     reported with score NaN - never a silent 0;
   - `vllm`: the same prompt and parser through vLLM (optional, imported only when selected);
   - `minilm`: an offline judge for the demo: the MiniLM cosine similarity between each aspect and
@@ -81,6 +81,9 @@ def _result(ratings: Sequence[int | None], failures: int) -> JudgeResult:
 # `prompts.templates`); RUBRIC_TEMPLATE is the bundled default's text, kept for reference.
 RUBRIC_TEMPLATE = (_prompt_templates.TEMPLATE_ROOT / "default" / "rubric_user.txt").read_text(encoding="utf-8").rstrip("\n")
 _ASPECT_RE = re.compile(r"aspect\s*#?\s*(\d+)\s*[:=\-]\s*\**\s*([0-2])(?![0-9.])", re.IGNORECASE)
+# a bracketed list whose items are all numbers: "[2, 1, 0]" (the authors' judge replies with such a
+# bare list, in aspect order, sometimes inside a ``` code fence)
+_NUM_LIST_RE = re.compile(r"\[\s*(-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?)*)\s*,?\s*\]")
 
 
 def rubric_messages(item: JudgeItem) -> list[dict]:
@@ -88,15 +91,33 @@ def rubric_messages(item: JudgeItem) -> list[dict]:
 
 
 def parse_ratings(text: str, n_aspects: int) -> list[int] | None:
-    """One rating per aspect from "Aspect i: r" lines; None unless every aspect 1..n is rated."""
+    """One rating per aspect, or None (a parse failure, counted by the caller).
+
+    Accepted replies:
+      - "Aspect i: r" lines (the bundled prompt's format), every aspect 1..n rated;
+      - a bare list of the n ratings in aspect order, e.g. "[2, 1, 0]", also inside a code fence
+        (the reply format of the authors' rubric prompt). Every item must be 0, 1 or 2 and the list
+        must have exactly n items; several numeric lists in one reply must agree, else None.
+    """
+    text = text or ""
     found: dict[int, int] = {}
-    for m in _ASPECT_RE.finditer(text or ""):
+    for m in _ASPECT_RE.finditer(text):
         i = int(m.group(1))
         if 1 <= i <= n_aspects and i not in found:
             found[i] = int(m.group(2))
-    if len(found) != n_aspects:
-        return None
-    return [found[i] for i in range(1, n_aspects + 1)]
+    if len(found) == n_aspects:
+        return [found[i] for i in range(1, n_aspects + 1)]
+    return _parse_rating_list(text, n_aspects)
+
+
+def _parse_rating_list(text: str, n_aspects: int) -> list[int] | None:
+    lists = [[x.strip() for x in m.group(1).split(",")] for m in _NUM_LIST_RE.finditer(text)]
+    if not lists or any(items != lists[0] for items in lists):
+        return None  # no list, or lists that disagree: ambiguous
+    items = lists[0]
+    if len(items) != n_aspects or any(x not in ("0", "1", "2") for x in items):
+        return None  # wrong length, or a value off the 0/1/2 scale (e.g. 3, 1.5, -1)
+    return [int(x) for x in items]
 
 
 class _LLMJudge(RubricJudge):
