@@ -203,10 +203,10 @@ def test_stage_functions_end_to_end(tmp_path):
     assert scores[0]["score"] == 2.0 and scores[1]["score"] is None
     judge = CountingJudge()
     bon.judge_bon(tmp_path / "samples.jsonl", tmp_path / "prompts.jsonl", tmp_path / "keys.jsonl", {}, 0,
-                  tmp_path / "cache.sqlite", tmp_path / "judged.jsonl", judge=judge)
+                  tmp_path / "cache", tmp_path / "judged.jsonl", judge=judge)
     assert judge.calls == len(samples)  # question text differs per question: all unique
     bon.judge_bon(tmp_path / "samples.jsonl", tmp_path / "prompts.jsonl", tmp_path / "keys.jsonl", {}, 0,
-                  tmp_path / "cache.sqlite", tmp_path / "judged2.jsonl", judge=judge)
+                  tmp_path / "cache", tmp_path / "judged2.jsonl", judge=judge)
     assert judge.calls == len(samples)  # second run: all from the cache
     assert read_jsonl(tmp_path / "judged.jsonl") == read_jsonl(tmp_path / "judged2.jsonl")
     df = bon.bon_table({"pol": {"samples": tmp_path / "samples.jsonl", "judged": tmp_path / "judged.jsonl",

@@ -95,21 +95,28 @@ class CountingJudge(J.RubricJudge):
 
 
 def test_cache_judges_each_unique_item_once(tmp_path):
-    cache = tmp_path / "c.sqlite"
+    cache = tmp_path / "cache"
     items = [J.JudgeItem("q", "ab", ["x"]), J.JudgeItem("q", "ab", ["x"]), J.JudgeItem("q", "bad", ["x"]),
              J.JudgeItem("q", "ab", ["y"])]
     j = CountingJudge()
-    r1 = J.judge_items_cached(j, items, cache)
+    r1 = J.judge_items_cached(j, items, cache, "a.jsonl")
     assert len(j.seen) == 3  # the duplicate is judged once
     assert r1[0].score == r1[1].score == 2.0 and math.isnan(r1[2].score) and r1[2].failures == 2
-    r2 = J.judge_items_cached(j, items + [J.JudgeItem("q", "abc", ["x"])], cache)
+    # another job (own shard b) reads shard a: only the new item is judged, into b
+    r2 = J.judge_items_cached(j, items + [J.JudgeItem("q", "abc", ["x"])], cache, "b.jsonl")
     assert len(j.seen) == 4  # only the new item
     assert [r.ratings for r in r2[:4]] == [r.ratings for r in r1]
     assert r2[2].failures == 2  # failures stay reported from the cache
+    assert len((cache / "a.jsonl").read_text().splitlines()) == 3
+    assert len((cache / "b.jsonl").read_text().splitlines()) == 1
     j2 = CountingJudge()
     j2.judge_id = "count-v2"  # another judge never reads the first one's entries
-    J.judge_items_cached(j2, items[:1], cache)
+    J.judge_items_cached(j2, items[:1], cache, "a.jsonl")
     assert len(j2.seen) == 1
+    with pytest.raises(ValueError, match="shard must be a file name"):
+        J.judge_items_cached(j, items, cache, "sub/x.jsonl")
+    assert J.shard_name("results/bon/pol/judged.jsonl") == "results+bon+pol+judged.jsonl"
+    assert J.shard_name("results/ppo/p/rm a/eval_judged.jsonl") == "results+ppo+p+rm+a+eval_judged.jsonl"
 
 
 def test_load_judge_errors(tmp_path):
@@ -167,7 +174,7 @@ def test_minilm_calibration_and_validity(tmp_path, minilm_encoder):
             for i, e in enumerate(_examples())]
     write_jsonl(tmp_path / "b.jsonl", bench)
     write_jsonl(tmp_path / "k.jsonl", keys)
-    rep = J.judge_validity(tmp_path / "b.jsonl", tmp_path / "k.jsonl", {}, 0, tmp_path / "c.sqlite",
+    rep = J.judge_validity(tmp_path / "b.jsonl", tmp_path / "k.jsonl", {}, 0, tmp_path / "cache",
                            tmp_path / "v.json", n_boot=100, judge=judge)
     assert rep["overall"]["n"] == 6 and rep["overall"]["chosen_above_rejected"] >= 5 / 6
     assert read_json(tmp_path / "v.json")["judge_id"] == judge.judge_id

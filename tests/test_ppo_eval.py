@@ -1,6 +1,5 @@
 """PPO evaluation: base answers, judged comparison against the base policy, and the table."""
 import math
-import sqlite3
 
 import numpy as np
 import pandas as pd
@@ -8,6 +7,7 @@ import pytest
 
 from ppo_tiny import make_policy_dir, make_prompt_rows
 from prbench.io import read_jsonl, write_jsonl
+from prbench.judge import shard_name
 from prbench.ppo import (TABLE_COLUMNS, eval_ppo, outcome, ppo_table_rows, select_eval_prompts,
                          write_base_answers)
 
@@ -40,7 +40,7 @@ def test_eval_same_policy_ties_and_shares_cache(tmp_path):
     assert n == 4
     base = read_jsonl(tmp_path / "base.jsonl")
     assert [b["question_id"] for b in base] == ["q0", "q1", "q2", "q3"]
-    cache = tmp_path / "judge.sqlite"
+    cache = tmp_path / "cache"
     res = eval_ppo(str(policy), tmp_path / "base.jsonl", tmp_path / "eval.jsonl", tmp_path / "keys.jsonl",
                    JUDGE, str(cache), tmp_path / "judged.jsonl", PPO, seed=0)
     judged = read_jsonl(tmp_path / "judged.jsonl")
@@ -52,8 +52,9 @@ def test_eval_same_policy_ties_and_shares_cache(tmp_path):
         assert r["score"] == r["base_score"] and r["outcome"] == 0.5
         assert 0.0 <= r["score"] <= 2.0
     # each unique (question, answer, aspects) judged once: trained == base answers share entries
-    with sqlite3.connect(cache) as con:
-        assert con.execute("SELECT COUNT(*) FROM judged").fetchone()[0] == len({(r["question_id"], r["answer"]) for r in judged})
+    shard = cache / shard_name(tmp_path / "judged.jsonl")  # this job's own cache shard
+    assert [p.name for p in cache.iterdir()] == [shard.name]
+    assert len(read_jsonl(shard)) == len({(r["question_id"], r["answer"]) for r in judged})
 
 
 def test_eval_missing_rubric_is_an_error(tmp_path):
@@ -65,7 +66,7 @@ def test_eval_missing_rubric_is_an_error(tmp_path):
     write_base_answers(str(policy), tmp_path / "eval.jsonl", tmp_path / "base.jsonl", PPO, seed=0)
     with pytest.raises(ValueError, match="no rubric for 1 evaluation questions"):
         eval_ppo(str(policy), tmp_path / "base.jsonl", tmp_path / "eval.jsonl", tmp_path / "keys.jsonl",
-                 JUDGE, str(tmp_path / "c.sqlite"), tmp_path / "judged.jsonl", PPO, seed=0)
+                 JUDGE, str(tmp_path / "cache"), tmp_path / "judged.jsonl", PPO, seed=0)
 
 
 def test_table_rates_ci_and_failures(tmp_path):

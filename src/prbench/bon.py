@@ -345,9 +345,10 @@ def aspects_by_question(judge_key_rows: Sequence[dict]) -> dict[str, list[str]]:
 
 
 def judge_bon(samples_path: str, prompts_path: str, judge_keys_path: str, judge_cfg: dict, seed: int,
-              cache_path: str, out_path: str, judge=None) -> dict:
-    """Judge every unique sample once (cached); writes question_id, sample_idx, score, ratings, failures."""
-    from .judge import JudgeItem, judge_items_cached, load_judge
+              cache_dir: str, out_path: str, judge=None) -> dict:
+    """Judge every unique sample once (cached: reads every shard of cache_dir, writes the shard named
+    after out_path); writes question_id, sample_idx, score, ratings, failures."""
+    from .judge import JudgeItem, judge_items_cached, load_judge, shard_name
 
     samples = read_jsonl(samples_path)
     questions = {r["question_id"]: r["question"] for r in read_jsonl(prompts_path)}
@@ -361,7 +362,7 @@ def judge_bon(samples_path: str, prompts_path: str, judge_keys_path: str, judge_
             raise ValueError(f"{samples_path}: question {q} has no rubric aspects in {judge_keys_path}")
         items.append(JudgeItem(questions[q], r["answer"], aspects[q]))
     judge = judge or load_judge(judge_cfg, seed)
-    results = judge_items_cached(judge, items, cache_path)
+    results = judge_items_cached(judge, items, cache_dir, shard_name(out_path))
     out = [{"question_id": r["question_id"], "sample_idx": r["sample_idx"],
             "score": None if math.isnan(res.score) else res.score, "ratings": res.ratings,
             "failures": res.failures} for r, res in zip(samples, results)]

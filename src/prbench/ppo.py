@@ -675,8 +675,10 @@ def outcome(score: float, base: float) -> float:
 
 
 def judge_ppo(answers: Sequence[dict], base_answers: Sequence[dict], aspects: dict[str, list[str]],
-              questions: dict[str, str], judge, cache_path: str) -> list[dict]:
-    """Judge trained and base answers (same cached judge as BoN) and compare them per question."""
+              questions: dict[str, str], judge, cache_dir: str, shard: str) -> list[dict]:
+    """Judge trained and base answers (same cached judge as BoN; this job writes cache shard
+    `shard`) and compare them per question. An unparseable judgement (NaN) leaves that answer
+    unscored and its comparison NaN; it is counted in `judge_failures`, the other rows stand."""
     from .judge import JudgeItem, judge_items_cached
 
     base = {r["question_id"]: r for r in base_answers}
@@ -690,7 +692,7 @@ def judge_ppo(answers: Sequence[dict], base_answers: Sequence[dict], aspects: di
              for a in answers]
     items += [JudgeItem(question=questions[a["question_id"]], answer=base[a["question_id"]]["answer"],
                         aspects=aspects[a["question_id"]]) for a in answers]
-    res = judge_items_cached(judge, items, cache_path)
+    res = judge_items_cached(judge, items, cache_dir, shard)
     n = len(answers)
     out = []
     for a, r, b in zip(answers, res[:n], res[n:]):
@@ -703,15 +705,15 @@ def judge_ppo(answers: Sequence[dict], base_answers: Sequence[dict], aspects: di
 
 
 def eval_ppo(model_dir: str, base_answers_path: str, eval_prompts: str, judge_keys: str, judge_cfg: dict,
-             cache_path: str, out_path: str, ppo_cfg: dict, seed: int, trust_remote_code: bool = False,
+             cache_dir: str, out_path: str, ppo_cfg: dict, seed: int, trust_remote_code: bool = False,
              device: str = "auto") -> dict:
-    from .judge import load_judge
+    from .judge import load_judge, shard_name
 
     prompts = select_eval_prompts(load_prompt_rows(eval_prompts), ppo_cfg.get("eval_questions_per_subset"))
     answers = policy_answers(model_dir, prompts, ppo_cfg, seed, trust_remote_code, device)
     judge = load_judge(judge_cfg, seed)
     rows = judge_ppo(answers, read_jsonl(base_answers_path), load_judge_aspects(judge_keys),
-                     {p["question_id"]: p["question"] for p in prompts}, judge, cache_path)
+                     {p["question_id"]: p["question"] for p in prompts}, judge, cache_dir, shard_name(out_path))
     write_jsonl(out_path, rows)
     fails = sum(r["judge_failures"] for r in rows)
     if fails:
