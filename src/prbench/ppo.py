@@ -738,6 +738,10 @@ def ppo_table_rows(runs: dict[tuple[str, str], str], n_boot: int, seed: int) -> 
         ok, okb, oko = np.isfinite(scores), np.isfinite(base), np.isfinite(oc)
         mean, lo, hi = bootstrap_ci(scores[ok], n_boot=n_boot, seed=stable_seed(seed, "ppo-table", policy, rm))
         n_cmp = int(oko.sum())
+        if not (ok.all() and okb.all()):
+            log.warning("PPO %s/%s: %d trained and %d base answers without a judge score (unparseable): only "
+                        "those answers (and their comparisons) are left out; counted in judge_failures",
+                        policy, rm, int((~ok).sum()), int((~okb).sum()))
         out.append({
             "policy": policy, "rm": rm, "n_questions": int(len(df)), "mean": mean, "ci_low": lo, "ci_high": hi,
             "base_mean": float(base[okb].mean()) if okb.any() else float("nan"),
