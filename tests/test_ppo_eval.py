@@ -124,3 +124,11 @@ def test_nan_judgement_drops_only_that_answer(tmp_path, caplog):
     assert t["base_mean"] == pytest.approx((1.0 + 2.0 + 1.0) / 3)  # q1's base answer left out
     assert (t["win_rate"], t["tie_rate"], t["loss_rate"]) == (0.0, 0.5, 0.5)  # q2, q3 comparable
     assert "1 trained and 1 base answers without a judge score" in caplog.text
+
+
+def test_base_answers_file_missing_a_question_is_named(tmp_path):
+    answers = [{"question_id": "q0", "subset": "A", "answer": "x"}, {"question_id": "q1", "subset": "A", "answer": "y"}]
+    with pytest.raises(ValueError, match=r"base_answers.jsonl: lacks 1 evaluation questions, e.g. \['q1'\]"):
+        judge_ppo(answers, [{"question_id": "q0", "answer": "b"}], {"q0": ["a"], "q1": ["a"]},
+                  {"q0": "?", "q1": "?"}, _AnswerJudge(), str(tmp_path / "c"), "x.jsonl",
+                  base_source="results/ppo/pol/base_answers.jsonl")

@@ -454,7 +454,9 @@ class _PPORun:
                         s["max_prompt_tokens"], self.cap_stats["posts_dropped"], self.cap_stats["prompts_capped"],
                         len(self.prompt_rows))
         if hasattr(self.rm, "set_reference_answers"):
-            self.rm.set_reference_answers(base_reference_answers(base_model, tok, self.prompt_rows, s, self.seed))
+            self.rm.set_reference_answers(base_reference_answers(base_model, tok, self.prompt_rows, s, self.seed),
+                                          source=f"the base policy's ({self.policy_path}) greedy answers to the "
+                                                 "PPO train prompts")
         index = PromptIndex(self.prompt_rows, tok)
         if index.duplicates:
             log.info("%d training prompts render to the same text as an earlier one", index.duplicates)
@@ -675,7 +677,8 @@ def outcome(score: float, base: float) -> float:
 
 
 def judge_ppo(answers: Sequence[dict], base_answers: Sequence[dict], aspects: dict[str, list[str]],
-              questions: dict[str, str], judge, cache_dir: str, shard: str) -> list[dict]:
+              questions: dict[str, str], judge, cache_dir: str, shard: str,
+              base_source: str = "base answers") -> list[dict]:
     """Judge trained and base answers (same cached judge as BoN; this job writes cache shard
     `shard`) and compare them per question. An unparseable judgement (NaN) leaves that answer
     unscored and its comparison NaN; it is counted in `judge_failures`, the other rows stand."""
@@ -684,7 +687,8 @@ def judge_ppo(answers: Sequence[dict], base_answers: Sequence[dict], aspects: di
     base = {r["question_id"]: r for r in base_answers}
     missing = [a["question_id"] for a in answers if a["question_id"] not in base]
     if missing:
-        raise ValueError(f"base answers lack {len(missing)} evaluation questions, e.g. {missing[:3]}")
+        raise ValueError(f"{base_source}: lacks {len(missing)} evaluation questions, e.g. {missing[:3]} "
+                         "(rerun rule ppo_base_answers with the same ppo evaluation settings)")
     no_key = [a["question_id"] for a in answers if a["question_id"] not in aspects]
     if no_key:
         raise ValueError(f"judge key has no rubric for {len(no_key)} evaluation questions, e.g. {no_key[:3]}")
@@ -713,7 +717,8 @@ def eval_ppo(model_dir: str, base_answers_path: str, eval_prompts: str, judge_ke
     answers = policy_answers(model_dir, prompts, ppo_cfg, seed, trust_remote_code, device)
     judge = load_judge(judge_cfg, seed)
     rows = judge_ppo(answers, read_jsonl(base_answers_path), load_judge_aspects(judge_keys),
-                     {p["question_id"]: p["question"] for p in prompts}, judge, cache_dir, shard_name(out_path))
+                     {p["question_id"]: p["question"] for p in prompts}, judge, cache_dir, shard_name(out_path),
+                     base_source=str(base_answers_path))
     write_jsonl(out_path, rows)
     fails = sum(r["judge_failures"] for r in rows)
     if fails:
