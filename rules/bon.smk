@@ -1,5 +1,5 @@
 # Best-of-N downstream (issue 4): sample once per policy (sharded), judge every unique sample once
-# (rubric aspects, sqlite cache shared with PPO), score the samples with each RM, then exact
+# (rubric aspects, sharded cache shared with PPO), score the samples with each RM, then exact
 # best-of-k curves (first_k and expected estimators, oracle and random references) and one table.
 #   results/bon/{policy}/shards/{i}.jsonl   -> samples.jsonl (question_id, subset, sample_idx, answer)
 #   results/bon/{policy}/judged.jsonl       question_id, sample_idx, score, ratings, failures
@@ -14,7 +14,11 @@ from prbench.data.sources import is_local
 BON = config["bon"]
 JUDGE = config["judge"]
 BON_SHARDS = list(range(BON.get("shards", 1)))
-BON_JUDGE_CACHE = "results/cache/judge.sqlite"  # prbench.judge.DEFAULT_CACHE
+# Judge cache: a folder of JSONL shards, one per judging job, named after its output
+# (prbench.judge.shard_name). Each job reads every shard and appends only to its own: one writer per
+# file, no locks (shared cluster filesystems). Not declared outputs: a failed or rerun job keeps
+# what it judged, and no rule depends on another job's shard (a missing shard only costs time).
+BON_JUDGE_CACHE = "results/cache/judge"  # prbench.judge.DEFAULT_CACHE_DIR
 BON_JUDGE_CALIBRATION = "results/bon/judge_calibration.json"  # prbench.judge.DEFAULT_CALIBRATION
 BON_MINILM = JUDGE["backend"] == "minilm"
 BON_PERS = config["data"]["personalized"]

@@ -9,7 +9,7 @@
 PPO = config.get("ppo", {})
 PPO_ENABLED = PPO.get("enabled", True)
 JUDGE = config["judge"]
-PPO_JUDGE_CACHE = "results/cache/judge.sqlite"  # shared with BoN (prbench.judge.DEFAULT_CACHE)
+PPO_JUDGE_CACHE = "results/cache/judge"  # shard folder shared with BoN (see rules/bon.smk)
 PPO_JUDGE_CALIBRATION = "results/bon/judge_calibration.json"  # rule calibrate_judge (minilm judge)
 
 

@@ -1,5 +1,6 @@
 """Best-of-k estimators (exact expectation vs brute force, ties, NaN), curves, table, stage I/O."""
 import itertools
+import logging
 import math
 
 import numpy as np
@@ -123,11 +124,69 @@ def test_curves_oracle_dominates_and_good_rm_rises():
     pd.testing.assert_frame_equal(table, table2)
 
 
-def test_judge_failures_drop_question_and_missing_rows_raise():
+def _nan_world(g_qa2=None):
+    """3 questions x 4 samples; question qa's sample 2 has judge score g_qa2 (None: unparseable).
+    RM pick2 ranks that sample first in qa, RM pick1 ranks sample 1 first."""
+    G = {"qa": [1.0, 2.0, g_qa2, 0.0], "qb": [0.5, 1.5, 1.0, 2.0], "qc": [2.0, 0.0, 1.0, 1.0]}
+    R = {"pick2": {"qa": [0, 1, 5, 2], "qb": [0, 1, 2, 3], "qc": [3, 2, 1, 0]},
+         "pick1": {"qa": [0, 5, 1, 2], "qb": [3, 2, 1, 0], "qc": [0, 1, 2, 3]}}
+    samples = [{"question_id": q, "subset": "S", "sample_idx": s, "answer": f"{q}{s}"} for q in G for s in range(4)]
+    judged = [{"question_id": q, "sample_idx": s, "score": g} for q in G for s, g in enumerate(G[q])]
+    rms = {rm: [{"question_id": q, "sample_idx": s, "score": float(v)} for q in G for s, v in enumerate(R[rm][q])]
+           for rm in R}
+    return samples, judged, rms
+
+
+def test_nan_judgement_drops_only_the_cells_that_need_it(caplog):
+    samples, judged, rms = _nan_world()
+    caplog.set_level(logging.WARNING, logger="prbench.bon")
+    curves, table = bon.bon_curves(samples, judged, rms, [1, 2, 4], 4, "pol", n_boot=0)
+    t = table.set_index(["rm", "estimator", "k"])
+    assert (table["judge_nan_samples"] == 1).all()
+    # first_k: pick2 selects the unjudged sample of qa only at k=4 -> that one cell is dropped
+    assert [t.loc[("pick2", "first_k", k), "n_questions"] for k in (1, 2, 4)] == [3, 3, 2]
+    assert [t.loc[("pick2", "first_k", k), "judge_dropped"] for k in (1, 2, 4)] == [0, 0, 1]
+    assert t.loc[("pick2", "first_k", 4), "mean"] == pytest.approx((2.0 + 2.0) / 2)  # qb s3, qc s0
+    # pick1 never selects it under first_k: nothing dropped; the random reference (sample 0) neither
+    assert (t.loc["pick1"].xs("first_k", level="estimator")["judge_dropped"] == 0).all()
+    assert (t.loc["random"].xs("first_k", level="estimator")["judge_dropped"] == 0).all()
+    # the rest of qa's curve stays, with the unjudged sample out of the win-rate reference pool
+    qa = curves["pick2"].query("question_id == 'qa' and estimator == 'first_k'").set_index("k")
+    assert qa.loc[1, "judge_score"] == 1.0 and qa.loc[2, "judge_score"] == 2.0 and np.isnan(qa.loc[4, "judge_score"])
+    assert qa.loc[2, "win_vs_random"] == pytest.approx(5 / 6)  # 2.0 vs {1.0, 2.0, 0.0}, tie = half
+    # expected: qa's pool is its 3 judged samples; k=4 > 3 is dropped for every selector
+    qe = curves["pick2"].query("question_id == 'qa' and estimator == 'expected'").set_index("k")["judge_score"]
+    assert qe[1] == pytest.approx(1.0) and qe[2] == pytest.approx(2.0 / 3) and np.isnan(qe[4])
+    assert all(t.loc[(rm, "expected", 4), "judge_dropped"] == 1 for rm in ("pick1", "pick2", "oracle"))
+    assert t.loc[("random", "expected", 4), "judge_dropped"] == 0  # uniform over the judged pool
+    assert "1 of 12 samples (in 1 of 3 questions) have no judge score" in caplog.text
+    assert t.loc[("pick2", "first_k_tieavg", 4), "judge_dropped"] == 1
+    assert "pick2: 3 (question, estimator, k) cells dropped" in caplog.text  # the 3 estimators at k=4
+    # the other questions' curves are exactly those of the same world with qa's sample judged
+    full, _ = bon.bon_curves(*_nan_world(1.5), [1, 2, 4], 4, "pol", n_boot=0)
+    for name in curves:
+        a, b = (c[c.question_id != "qa"].reset_index(drop=True) for c in (curves[name], full[name]))
+        pd.testing.assert_frame_equal(a, b)
+
+
+def test_bon_csv_reports_dropped_cells(tmp_path):
+    samples, judged, rms = _nan_world()
+    for name, rows in [("samples", samples), ("judged", judged)] + list(rms.items()):
+        write_jsonl(tmp_path / f"{name}.jsonl", rows)
+    bon.bon_table({"pol": {"samples": tmp_path / "samples.jsonl", "judged": tmp_path / "judged.jsonl",
+                           "rm_scores": {rm: tmp_path / f"{rm}.jsonl" for rm in rms}, "curves_dir": tmp_path / "c"}},
+                  tmp_path / "bon.csv", ks=[1, 4], n=4, seed=0, n_boot=20)
+    saved = pd.read_csv(tmp_path / "bon.csv")
+    assert list(saved.columns) == bon.TABLE_COLUMNS
+    row = saved[(saved.rm == "pick2") & (saved.estimator == "first_k") & (saved.k == 4)].iloc[0]
+    assert (row["n_questions"], row["judge_dropped"], row["judge_nan_samples"]) == (2, 1, 1)
+    assert pd.read_csv(tmp_path / "c" / "pick2.csv")["judge_score"].isna().sum() == 3  # 3 estimators at k=4
+
+
+def test_all_unjudged_and_missing_rows_raise():
     samples, judged, rms = _world(n_q=4, n=4)
-    judged[0]["score"] = None
-    _, table = bon.bon_curves(samples, judged, rms, [1, 2], 4, "pol", n_boot=0)
-    assert (table["n_questions"] == 3).all() and (table["judge_dropped"] == 1).all()
+    with pytest.raises(ValueError, match="every sample's judge score is NaN"):
+        bon.bon_curves(samples, [dict(j, score=None) for j in judged], rms, [1], 4, "pol", n_boot=0)
     with pytest.raises(ValueError, match="rm_scores/good.jsonl: missing 1"):
         bon.bon_curves(samples, judged, {"good": rms["good"][1:]}, [1], 4, "pol", n_boot=0)
 
@@ -203,10 +262,10 @@ def test_stage_functions_end_to_end(tmp_path):
     assert scores[0]["score"] == 2.0 and scores[1]["score"] is None
     judge = CountingJudge()
     bon.judge_bon(tmp_path / "samples.jsonl", tmp_path / "prompts.jsonl", tmp_path / "keys.jsonl", {}, 0,
-                  tmp_path / "cache.sqlite", tmp_path / "judged.jsonl", judge=judge)
+                  tmp_path / "cache", tmp_path / "judged.jsonl", judge=judge)
     assert judge.calls == len(samples)  # question text differs per question: all unique
     bon.judge_bon(tmp_path / "samples.jsonl", tmp_path / "prompts.jsonl", tmp_path / "keys.jsonl", {}, 0,
-                  tmp_path / "cache.sqlite", tmp_path / "judged2.jsonl", judge=judge)
+                  tmp_path / "cache", tmp_path / "judged2.jsonl", judge=judge)
     assert judge.calls == len(samples)  # second run: all from the cache
     assert read_jsonl(tmp_path / "judged.jsonl") == read_jsonl(tmp_path / "judged2.jsonl")
     df = bon.bon_table({"pol": {"samples": tmp_path / "samples.jsonl", "judged": tmp_path / "judged.jsonl",

@@ -18,6 +18,36 @@ def test_parse_ratings():
     assert J.parse_ratings("", 1) is None
 
 
+def test_parse_ratings_authors_list_format():
+    # the authors' rubric prompt asks for a bare list of 0/1/2 scores in aspect order
+    assert J.parse_ratings("[2, 1, 0]", 3) == [2, 1, 0]
+    assert J.parse_ratings("[2,0]", 2) == [2, 0]
+    assert J.parse_ratings("```json\n[1, 2, 2]\n```", 3) == [1, 2, 2]
+    assert J.parse_ratings("```\n[0, 0]\n```", 2) == [0, 0]
+    assert J.parse_ratings("Scores: [2, 1]", 2) == [2, 1]
+    assert J.parse_ratings("[2, 1] so the list is [2, 1]", 2) == [2, 1]  # repeated, consistent
+    assert J.parse_ratings("[2, 1, 0]", 2) is None  # wrong length
+    assert J.parse_ratings("[2]", 2) is None
+    assert J.parse_ratings("[2, 3]", 2) is None  # off the 0/1/2 scale
+    assert J.parse_ratings("[1.5, 1]", 2) is None
+    assert J.parse_ratings("[-1, 1]", 2) is None
+    assert J.parse_ratings("[2, 1] or maybe [1, 1]", 2) is None  # disagreeing lists: ambiguous
+    assert J.parse_ratings("[]", 1) is None and J.parse_ratings("[a, b]", 2) is None
+    # the existing format still wins when complete
+    assert J.parse_ratings("Aspect 1: 0\nAspect 2: 2", 2) == [0, 2]
+
+
+def test_list_reply_failures_are_counted_not_zero():
+    items = [J.JudgeItem("q", "ok", ["a", "b"]), J.JudgeItem("q", "long", ["a", "b"]),
+             J.JudgeItem("q", "scale", ["a", "b"])]
+    judge = ScriptedJudge({0: {"ok": "```json\n[2, 0]\n```", "long": "[1, 1, 1]", "scale": "[2, 5]"},
+                           1: {"long": "[1, 1, 1]", "scale": "[2, 5]"}})
+    res = judge.judge(items)
+    assert res[0].score == 1.0 and res[0].ratings == [2, 0] and res[0].failures == 0
+    for r in res[1:]:
+        assert math.isnan(r.score) and r.ratings == [None, None] and r.failures == 2
+
+
 class ScriptedJudge(J._LLMJudge):
     """LLM judge whose replies come from a script: attempt -> reply per answer text."""
 
@@ -65,21 +95,28 @@ class CountingJudge(J.RubricJudge):
 
 
 def test_cache_judges_each_unique_item_once(tmp_path):
-    cache = tmp_path / "c.sqlite"
+    cache = tmp_path / "cache"
     items = [J.JudgeItem("q", "ab", ["x"]), J.JudgeItem("q", "ab", ["x"]), J.JudgeItem("q", "bad", ["x"]),
              J.JudgeItem("q", "ab", ["y"])]
     j = CountingJudge()
-    r1 = J.judge_items_cached(j, items, cache)
+    r1 = J.judge_items_cached(j, items, cache, "a.jsonl")
     assert len(j.seen) == 3  # the duplicate is judged once
     assert r1[0].score == r1[1].score == 2.0 and math.isnan(r1[2].score) and r1[2].failures == 2
-    r2 = J.judge_items_cached(j, items + [J.JudgeItem("q", "abc", ["x"])], cache)
+    # another job (own shard b) reads shard a: only the new item is judged, into b
+    r2 = J.judge_items_cached(j, items + [J.JudgeItem("q", "abc", ["x"])], cache, "b.jsonl")
     assert len(j.seen) == 4  # only the new item
     assert [r.ratings for r in r2[:4]] == [r.ratings for r in r1]
     assert r2[2].failures == 2  # failures stay reported from the cache
+    assert len((cache / "a.jsonl").read_text().splitlines()) == 3
+    assert len((cache / "b.jsonl").read_text().splitlines()) == 1
     j2 = CountingJudge()
     j2.judge_id = "count-v2"  # another judge never reads the first one's entries
-    J.judge_items_cached(j2, items[:1], cache)
+    J.judge_items_cached(j2, items[:1], cache, "a.jsonl")
     assert len(j2.seen) == 1
+    with pytest.raises(ValueError, match="shard must be a file name"):
+        J.judge_items_cached(j, items, cache, "sub/x.jsonl")
+    assert J.shard_name("results/bon/pol/judged.jsonl") == "results+bon+pol+judged.jsonl"
+    assert J.shard_name("results/ppo/p/rm a/eval_judged.jsonl") == "results+ppo+p+rm+a+eval_judged.jsonl"
 
 
 def test_load_judge_errors(tmp_path):
@@ -137,7 +174,7 @@ def test_minilm_calibration_and_validity(tmp_path, minilm_encoder):
             for i, e in enumerate(_examples())]
     write_jsonl(tmp_path / "b.jsonl", bench)
     write_jsonl(tmp_path / "k.jsonl", keys)
-    rep = J.judge_validity(tmp_path / "b.jsonl", tmp_path / "k.jsonl", {}, 0, tmp_path / "c.sqlite",
+    rep = J.judge_validity(tmp_path / "b.jsonl", tmp_path / "k.jsonl", {}, 0, tmp_path / "cache",
                            tmp_path / "v.json", n_boot=100, judge=judge)
     assert rep["overall"]["n"] == 6 and rep["overall"]["chosen_above_rejected"] >= 5 / 6
     assert read_json(tmp_path / "v.json")["judge_id"] == judge.judge_id

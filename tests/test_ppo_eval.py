@@ -1,6 +1,5 @@
 """PPO evaluation: base answers, judged comparison against the base policy, and the table."""
 import math
-import sqlite3
 
 import numpy as np
 import pandas as pd
@@ -8,7 +7,8 @@ import pytest
 
 from ppo_tiny import make_policy_dir, make_prompt_rows
 from prbench.io import read_jsonl, write_jsonl
-from prbench.ppo import (TABLE_COLUMNS, eval_ppo, outcome, ppo_table_rows, select_eval_prompts,
+from prbench.judge import shard_name
+from prbench.ppo import (TABLE_COLUMNS, eval_ppo, judge_ppo, outcome, ppo_table_rows, select_eval_prompts,
                          write_base_answers)
 
 PPO = dict(eval_greedy=True, eval_max_new_tokens=8, eval_questions_per_subset=2, temperature=1.0)
@@ -40,7 +40,7 @@ def test_eval_same_policy_ties_and_shares_cache(tmp_path):
     assert n == 4
     base = read_jsonl(tmp_path / "base.jsonl")
     assert [b["question_id"] for b in base] == ["q0", "q1", "q2", "q3"]
-    cache = tmp_path / "judge.sqlite"
+    cache = tmp_path / "cache"
     res = eval_ppo(str(policy), tmp_path / "base.jsonl", tmp_path / "eval.jsonl", tmp_path / "keys.jsonl",
                    JUDGE, str(cache), tmp_path / "judged.jsonl", PPO, seed=0)
     judged = read_jsonl(tmp_path / "judged.jsonl")
@@ -52,8 +52,9 @@ def test_eval_same_policy_ties_and_shares_cache(tmp_path):
         assert r["score"] == r["base_score"] and r["outcome"] == 0.5
         assert 0.0 <= r["score"] <= 2.0
     # each unique (question, answer, aspects) judged once: trained == base answers share entries
-    with sqlite3.connect(cache) as con:
-        assert con.execute("SELECT COUNT(*) FROM judged").fetchone()[0] == len({(r["question_id"], r["answer"]) for r in judged})
+    shard = cache / shard_name(tmp_path / "judged.jsonl")  # this job's own cache shard
+    assert [p.name for p in cache.iterdir()] == [shard.name]
+    assert len(read_jsonl(shard)) == len({(r["question_id"], r["answer"]) for r in judged})
 
 
 def test_eval_missing_rubric_is_an_error(tmp_path):
@@ -65,7 +66,7 @@ def test_eval_missing_rubric_is_an_error(tmp_path):
     write_base_answers(str(policy), tmp_path / "eval.jsonl", tmp_path / "base.jsonl", PPO, seed=0)
     with pytest.raises(ValueError, match="no rubric for 1 evaluation questions"):
         eval_ppo(str(policy), tmp_path / "base.jsonl", tmp_path / "eval.jsonl", tmp_path / "keys.jsonl",
-                 JUDGE, str(tmp_path / "c.sqlite"), tmp_path / "judged.jsonl", PPO, seed=0)
+                 JUDGE, str(tmp_path / "cache"), tmp_path / "judged.jsonl", PPO, seed=0)
 
 
 def test_table_rates_ci_and_failures(tmp_path):
@@ -87,3 +88,47 @@ def test_table_rates_ci_and_failures(tmp_path):
     again = ppo_table_rows({("pol", "rm_a"): tmp_path / "a.jsonl", ("pol", "rm_b"): tmp_path / "b.jsonl"}, 200, 0)
     pd.testing.assert_frame_equal(df, again)  # seeded bootstrap
     assert df.set_index("rm").loc["rm_b", "judge_failures"] == 0
+
+
+class _AnswerJudge:
+    """Judge by answer text: 'bad' answers are unparseable (NaN), others score len % 3."""
+
+    judge_id = "answer-judge"
+
+    def judge(self, items):
+        from prbench.judge import JudgeResult
+
+        return [JudgeResult(float("nan"), [None], 2) if "bad" in it.answer else
+                JudgeResult(float(len(it.answer) % 3), [len(it.answer) % 3], 0) for it in items]
+
+
+def test_nan_judgement_drops_only_that_answer(tmp_path, caplog):
+    questions = {f"q{i}": f"question {i}?" for i in range(4)}
+    aspects = {q: ["likes jazz"] for q in questions}
+    answers = [{"question_id": "q0", "subset": "A", "answer": "bad trained"},
+               {"question_id": "q1", "subset": "A", "answer": "xx"},
+               {"question_id": "q2", "subset": "A", "answer": "x"},
+               {"question_id": "q3", "subset": "A", "answer": "xxxx"}]
+    base = [{"question_id": "q0", "answer": "y"}, {"question_id": "q1", "answer": "bad base"},
+            {"question_id": "q2", "answer": "yy"}, {"question_id": "q3", "answer": "y"}]
+    rows = judge_ppo(answers, base, aspects, questions, _AnswerJudge(), str(tmp_path / "cache"), "x.jsonl")
+    assert [r["judge_failures"] for r in rows] == [1, 1, 0, 0]
+    assert math.isnan(rows[0]["score"]) and rows[0]["base_score"] == 1.0 and math.isnan(rows[0]["outcome"])
+    assert rows[1]["score"] == 2.0 and math.isnan(rows[1]["base_score"]) and math.isnan(rows[1]["outcome"])
+    assert (rows[2]["outcome"], rows[3]["outcome"]) == (0.0, 0.5)  # 1 < 2 loss; 1 == 1 tie
+    write_jsonl(tmp_path / "j.jsonl", rows)
+    with caplog.at_level("WARNING", logger="prbench.ppo"):
+        t = ppo_table_rows({("pol", "rm"): tmp_path / "j.jsonl"}, 0, 0).iloc[0]
+    assert t["judge_failures"] == 2 and t["n_questions"] == 4
+    assert t["mean"] == pytest.approx((2.0 + 1.0 + 1.0) / 3)  # q0's trained answer left out, the rest kept
+    assert t["base_mean"] == pytest.approx((1.0 + 2.0 + 1.0) / 3)  # q1's base answer left out
+    assert (t["win_rate"], t["tie_rate"], t["loss_rate"]) == (0.0, 0.5, 0.5)  # q2, q3 comparable
+    assert "1 trained and 1 base answers without a judge score" in caplog.text
+
+
+def test_base_answers_file_missing_a_question_is_named(tmp_path):
+    answers = [{"question_id": "q0", "subset": "A", "answer": "x"}, {"question_id": "q1", "subset": "A", "answer": "y"}]
+    with pytest.raises(ValueError, match=r"base_answers.jsonl: lacks 1 evaluation questions, e.g. \['q1'\]"):
+        judge_ppo(answers, [{"question_id": "q0", "answer": "b"}], {"q0": ["a"], "q1": ["a"]},
+                  {"q0": "?", "q1": "?"}, _AnswerJudge(), str(tmp_path / "c"), "x.jsonl",
+                  base_source="results/ppo/pol/base_answers.jsonl")

@@ -165,3 +165,63 @@ def test_reward_scale_multiplies_scores_not_nan_reward(tiny):
     assert scaled.stats.raw == [2.0, 4.0] and scaled.stats.failures == 1
     with pytest.raises(ValueError, match="reward_scale"):
         RewardAdapter(LengthRM(), tok, index, reward_scale=0.0)
+
+
+def test_pairwise_rm_reward_compares_each_rollout_with_its_prompts_base_answer(tiny, monkeypatch):
+    """PPO with a generative pairwise RM: the base policy's greedy answers to the train prompts
+    (prbench.ppo.base_reference_answers, as train_ppo builds them) are the reference each rollout is
+    compared with, through trl's reward call path and the adapter."""
+    from trl.experimental.utils import get_reward
+
+    from prbench.ppo import base_reference_answers
+    from prbench.rms.base import CompareOutput
+    from prbench.rms.generative import GenerativePairwiseRM
+
+    model, tok, rows = tiny
+    rows = rows[:6]
+    index = PromptIndex(rows, tok)
+    rm = GenerativePairwiseRM({"name": "pw", "kind": "generative_pairwise", "path": "tiny", "use_profile": True,
+                               "max_new_tokens": 4, "progress": False, "device": "cpu"}, model=model, tokenizer=tok)
+    seen = []
+
+    def compare(pairs):  # the judge prefers the answer saying "jazz" more often (ties: 0.5)
+        seen.extend(pairs)
+        n = [(p.chosen.count("jazz"), p.rejected.count("jazz")) for p in pairs]
+        return CompareOutput(prefs=np.array([1.0 if a > b else 0.0 if a < b else 0.5 for a, b in n]), failures=0)
+
+    monkeypatch.setattr(rm, "compare", compare)
+    base = base_reference_answers(model, tok, rows, {"response_length": 6}, seed=0)
+    assert set(base) == {(r["question"], tuple(r["profile"])) for r in rows}
+    # make the references distinguishable per prompt, so comparing with another prompt's would show
+    base = {key: f"{a} #{i}" for i, (key, a) in enumerate(sorted(base.items()))}
+    rm.set_reference_answers(base, source="base answers of the test")
+    adapter = RewardAdapter(rm, tok, index, nan_reward=-1.0)
+
+    def rewards(which, texts):
+        queries = [index.token_ids[i] for i in which]
+        resps = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+        width, rlen = max(map(len, queries)), max(map(len, resps))
+        qr = torch.full((len(which), width + rlen), tok.pad_token_id)
+        for r, (q, a) in enumerate(zip(queries, resps)):
+            qr[r, width - len(q):width] = torch.tensor(q)
+            qr[r, width:width + len(a)] = torch.tensor(a)
+        return get_reward(adapter, qr, tok.pad_token_id, width)[1]
+
+    good, bad = "jazz " * 12, "yoga"  # at most 6 "jazz" in a 6-token base answer
+    which = [4, 1, 3, 0, 5, 2]
+    seen.clear()
+    scores = rewards(which, [good if i % 2 else bad for i in range(len(which))]).numpy()
+    # every comparison is between a rollout and the base answer of ITS prompt, one per rollout
+    assert len(seen) == len(which)
+    for p in seen:
+        ref = base[(p.question, tuple(p.profile))]
+        assert ref in (p.chosen, p.rejected) and {p.chosen, p.rejected} - {ref} <= {good.strip(), bad}
+    assert sorted(p.question for p in seen) == sorted(rows[i]["question"] for i in which)
+    # signal: the preferred rollout gets reward 1, the other at most a tie
+    assert all(s == 1.0 for s in scores[1::2]) and all(s <= 0.5 for s in scores[0::2])
+    assert adapter.stats.failures == 0
+    # a rollout of a prompt without a reference answer is an error naming where the references came from
+    rm.set_reference_answers({k: v for k, v in base.items() if k[0] != rows[2]["question"]},
+                             source="base answers of the test")
+    with pytest.raises(ValueError, match="no reference answer for the prompt .* in base answers of the test"):
+        rewards([2], [good])

@@ -156,10 +156,13 @@ def test_pairwise_score_is_a_round_robin_with_signal(lm_a, pairs, monkeypatch):
     assert calls == [6] and again.scores.tolist() == out.scores.tolist()  # cached
     assert rm.diagnostics()["score_comparisons"] == 6
     # a lone answer is compared with the reference answer set for its prompt
-    rm.set_reference_answers({(q, prof): "ccc"})
-    lone = rm.score([ScoreRequest(q, "dddd", prof), ScoreRequest("other", "x", ())])
+    assert rm.score([ScoreRequest("other", "x", ())]).scores[0] == 0.0  # no references set: the fixed
+    # "I don't know." (longer than "x") wins
+    rm.set_reference_answers({(q, prof): "ccc"}, source="refs.jsonl")
+    lone = rm.score([ScoreRequest(q, "dddd", prof)])
     assert lone.scores[0] == 1.0  # "dddd" beats its reference "ccc"
-    assert lone.scores[1] == 0.0  # no reference: the fixed "I don't know." (longer than "x") wins
+    with pytest.raises(ValueError, match="no reference answer for the prompt 'other'.* in refs.jsonl"):
+        rm.score([ScoreRequest("other", "x", ())])  # references set, but none for this prompt
 
 
 def test_pairwise_score_circulant_tournament(lm_a, monkeypatch):

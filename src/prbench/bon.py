@@ -16,6 +16,17 @@ Estimators for a question with N samples, RM scores r and judge scores g:
     E = sum_{i=k..N} C(i-1,k-1)/C(N,k) g_(i), with the weights averaged inside RM-score ties
     (equivalent to breaking ties uniformly at random).
 NaN RM scores (generative failures) rank lowest (and tie with each other) and are counted.
+
+NaN judge scores (unparseable judgements) drop only what they touch, never the whole question:
+  - `first_k` / `first_k_tieavg` (and the random reference under them: sample 0): the selection
+    is made by RM score as usual; when a selected sample (for tieavg: any tied selected sample)
+    has no judge score, that (question, k) cell is excluded;
+  - `expected`: the pool is the question's judged samples (N' of them): the exact expectation over
+    the k-subsets of that pool; a cell with N' < k is excluded (random: uniform over the pool);
+  - win_vs_random compares with a uniformly random judged sample.
+Excluded cells are NaN in the curve files; bon.csv counts them per row (`judge_dropped`, cells
+= questions excluded from that row's mean) next to `judge_nan_samples` (the policy's samples
+without a judge score), and the log reports both.
 """
 from __future__ import annotations
 
@@ -39,7 +50,7 @@ ORACLE = "oracle"
 RANDOM = "random"
 CURVE_COLUMNS = ["question_id", "subset", "estimator", "k", "judge_score", "win_vs_random"]
 TABLE_COLUMNS = ["policy", "rm", "estimator", "k", "n_questions", "mean", "ci_low", "ci_high",
-                 "win_rate", "win_ci_low", "win_ci_high", "rm_failures", "judge_dropped"]
+                 "win_rate", "win_ci_low", "win_ci_high", "rm_failures", "judge_dropped", "judge_nan_samples"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,8 +172,34 @@ def _matrix(rows: Sequence[dict], field: str, qids: list[str], n: int, what: str
     return mat
 
 
+def cell(estimator: str, mode: str, r, g, k: int) -> tuple[float, float]:
+    """(judge score, win vs random) of one question at k; (NaN, NaN) when the cell is excluded
+    because a sample it needs has no judge score (module docstring).
+
+    mode: 'rm' (select by r), 'oracle' (select by g itself), 'random' (a random sample)."""
+    g = np.asarray(g, dtype=float)
+    judged = ~np.isnan(g)
+    nan = (float("nan"), float("nan"))
+    if estimator == "expected":
+        pool = g[judged]
+        if mode == RANDOM:
+            if not len(pool):
+                return nan
+            w = np.full(len(pool), 1.0 / len(pool))
+        else:
+            if len(pool) < k:
+                return nan
+            w = expected_weights(pool if mode == ORACLE else np.asarray(r, dtype=float)[judged], k)
+        return float(w @ pool), win_vs_random(w, pool)
+    w = random_weights(estimator, len(g)) if mode == RANDOM else selection_weights(
+        estimator, g if mode == ORACLE else r, k)
+    if (~judged[w > 0]).any():
+        return nan
+    return float(w @ np.where(judged, g, 0.0)), win_vs_random(w[judged], g[judged])
+
+
 def question_curves(R: np.ndarray, G: np.ndarray, ks: Sequence[int], mode: str) -> dict:
-    """Per-question judge score and win rate for every estimator and k.
+    """Per-question judge score and win rate for every estimator and k (NaN: excluded cell).
 
     mode: 'rm' (select by R), 'oracle' (select by G itself), 'random' (a random sample)."""
     Q, n = G.shape
@@ -171,12 +208,7 @@ def question_curves(R: np.ndarray, G: np.ndarray, ks: Sequence[int], mode: str) 
         for k in ks:
             js, wr = np.empty(Q), np.empty(Q)
             for q in range(Q):
-                if mode == RANDOM:
-                    w = random_weights(est, n)
-                else:
-                    w = selection_weights(est, G[q] if mode == ORACLE else R[q], k)
-                js[q] = w @ G[q]
-                wr[q] = win_vs_random(w, G[q])
+                js[q], wr[q] = cell(est, mode, None if R is None else R[q], G[q], k)
             out[(est, k)] = (js, wr)
     return out
 
@@ -195,37 +227,40 @@ def bon_curves(samples: Sequence[dict], judged: Sequence[dict], rm_scores: Mappi
     bad_k = [k for k in ks if not 1 <= k <= n]
     if bad_k:
         raise ValueError(f"config key bon.ks: {bad_k} outside 1..bon.n={n}")
-    G_all = _matrix(judged, "score", qids, n, "judged.jsonl")
-    keep = ~np.isnan(G_all).any(axis=1)
-    dropped = int((~keep).sum())
-    if dropped:
-        log.warning("%d of %d questions dropped: a sample's judge score is NaN (judge parse failure)",
-                    dropped, len(qids))
-    kept_q = [q for q, k_ in zip(qids, keep) if k_]
-    if not kept_q:
-        raise ValueError("bon: every question has a judge failure; nothing to evaluate")
-    G = G_all[keep]
+    G = _matrix(judged, "score", qids, n, "judged.jsonl")
+    nan_samples = int(np.isnan(G).sum())
+    if nan_samples == G.size:
+        raise ValueError("bon: every sample's judge score is NaN (judge parse failures); nothing to evaluate")
+    if nan_samples:
+        log.warning("policy %s: %d of %d samples (in %d of %d questions) have no judge score (unparseable); "
+                    "only the cells that need them are dropped", policy, nan_samples, G.size,
+                    int(np.isnan(G).any(axis=1).sum()), len(qids))
     boot_seed = stable_seed(seed, "bon", policy)  # same resamples for every RM and k: paired CIs
 
     curves, table = {}, []
 
     def add(name: str, label: str, mode: str, R: np.ndarray | None, rm_failures: int):
-        per_q = question_curves(R if R is not None else G, G, ks, mode)
-        frames = []
+        per_q = question_curves(R, G, ks, mode)
+        frames, cells = [], 0
         for (est, k), (js, wr) in per_q.items():
-            frames.append(pd.DataFrame({"question_id": kept_q, "subset": [subset_of[q] for q in kept_q],
+            frames.append(pd.DataFrame({"question_id": qids, "subset": [subset_of[q] for q in qids],
                                         "estimator": est, "k": k, "judge_score": js, "win_vs_random": wr}))
-            m, lo, hi = bootstrap_ci(js, n_boot=n_boot, seed=boot_seed)
-            wm, wlo, whi = bootstrap_ci(wr, n_boot=n_boot, seed=boot_seed)
+            ok = ~np.isnan(js)
+            m, lo, hi = bootstrap_ci(js[ok], n_boot=n_boot, seed=boot_seed)
+            wm, wlo, whi = bootstrap_ci(wr[ok], n_boot=n_boot, seed=boot_seed)
+            cells += int((~ok).sum())
             table.append({"policy": policy, "rm": label, "estimator": est, "k": k,
-                          "n_questions": len(kept_q), "mean": m, "ci_low": lo, "ci_high": hi,
+                          "n_questions": int(ok.sum()), "mean": m, "ci_low": lo, "ci_high": hi,
                           "win_rate": wm, "win_ci_low": wlo, "win_ci_high": whi,
-                          "rm_failures": rm_failures, "judge_dropped": dropped})
+                          "rm_failures": rm_failures, "judge_dropped": int((~ok).sum()),
+                          "judge_nan_samples": nan_samples})
+        if cells:
+            log.warning("policy %s, %s: %d (question, estimator, k) cells dropped for an unjudged selected "
+                        "sample (bon.csv judge_dropped)", policy, label, cells)
         curves[name] = pd.concat(frames, ignore_index=True)[CURVE_COLUMNS]
 
     for rm in sorted(rm_scores):
-        R_all = _matrix(rm_scores[rm], "score", qids, n, f"rm_scores/{rm}.jsonl")
-        R = R_all[keep]
+        R = _matrix(rm_scores[rm], "score", qids, n, f"rm_scores/{rm}.jsonl")
         nan = int(np.isnan(R).sum())
         if nan:
             log.warning("RM %s: %d NaN scores (failures) ranked lowest", rm, nan)
@@ -251,7 +286,8 @@ def bon_table(policies: Mapping[str, dict], out_table: str, ks: Sequence[int], n
         for name, df in curves.items():
             write_csv(cdir / f"{name}.csv", df)
         tables.append(table)
-        log.info("policy %s: %d RMs, %d questions", policy, len(rm_rows), int(table["n_questions"].iloc[0]))
+        log.info("policy %s: %d RMs, %d questions, %d samples without a judge score", policy, len(rm_rows),
+                 len({r["question_id"] for r in samples}), int(table["judge_nan_samples"].iloc[0]))
     df = pd.concat(tables, ignore_index=True)
     write_csv(out_table, df)
     return df
@@ -345,9 +381,10 @@ def aspects_by_question(judge_key_rows: Sequence[dict]) -> dict[str, list[str]]:
 
 
 def judge_bon(samples_path: str, prompts_path: str, judge_keys_path: str, judge_cfg: dict, seed: int,
-              cache_path: str, out_path: str, judge=None) -> dict:
-    """Judge every unique sample once (cached); writes question_id, sample_idx, score, ratings, failures."""
-    from .judge import JudgeItem, judge_items_cached, load_judge
+              cache_dir: str, out_path: str, judge=None) -> dict:
+    """Judge every unique sample once (cached: reads every shard of cache_dir, writes the shard named
+    after out_path); writes question_id, sample_idx, score, ratings, failures."""
+    from .judge import JudgeItem, judge_items_cached, load_judge, shard_name
 
     samples = read_jsonl(samples_path)
     questions = {r["question_id"]: r["question"] for r in read_jsonl(prompts_path)}
@@ -361,7 +398,7 @@ def judge_bon(samples_path: str, prompts_path: str, judge_keys_path: str, judge_
             raise ValueError(f"{samples_path}: question {q} has no rubric aspects in {judge_keys_path}")
         items.append(JudgeItem(questions[q], r["answer"], aspects[q]))
     judge = judge or load_judge(judge_cfg, seed)
-    results = judge_items_cached(judge, items, cache_path)
+    results = judge_items_cached(judge, items, cache_dir, shard_name(out_path))
     out = [{"question_id": r["question_id"], "sample_idx": r["sample_idx"],
             "score": None if math.isnan(res.score) else res.score, "ratings": res.ratings,
             "failures": res.failures} for r, res in zip(samples, results)]

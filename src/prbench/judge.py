@@ -3,15 +3,18 @@
 Ratings: 0 = aspect not covered, 1 = somewhat covered, 2 = covered very well (the paper's scale).
 Backends (config `judge.backend`):
   - `transformers`: an instruct LLM asked for one "Aspect <i>: <0|1|2>" line per aspect (the paper's
-    judge); an unparseable reply is retried (`judge.retries`, seeded sampling), then counted and
+    judge; a bare list "[2, 1, 0]" in aspect order, the authors' reply format, is parsed too); an unparseable reply is retried (`judge.retries`, seeded sampling), then counted and
     reported with score NaN - never a silent 0;
   - `vllm`: the same prompt and parser through vLLM (optional, imported only when selected);
   - `minilm`: an offline judge for the demo: the MiniLM cosine similarity between each aspect and
     the answer's best-matching sentence, mapped to 0/1/2 by two thresholds calibrated on the train
     split (aspects with chosen vs rejected answers; `calibrate_minilm`). The calibration is part
     of the judge's id, so the cache never mixes calibrations.
-`judge_items_cached` keeps a sqlite cache keyed by judge id + question + answer + aspects, so
-each unique item is judged once across RMs, k values, policies and reruns.
+`judge_items_cached` keeps a cache keyed by judge id + question + answer + aspects, so each unique
+item is judged once across RMs, k values, policies and reruns. The cache is a folder of append-only
+JSONL shards, one per job (named after the job's output, `shard_name`): a job reads every shard
+and writes only its own, so no file ever has two writers and no locks are needed (safe on a
+cluster's shared filesystem, where sqlite locking is not).
 
 The judge prompt lives here (not in prompts.py) on purpose: only the judge may see the rubric.
 """
@@ -21,8 +24,8 @@ import hashlib
 import json
 import logging
 import math
+import os
 import re
-import sqlite3
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +41,7 @@ from .seeding import stable_seed
 log = logging.getLogger("prbench.judge")
 
 DEFAULT_CALIBRATION = "results/bon/judge_calibration.json"
-DEFAULT_CACHE = "results/cache/judge.sqlite"
+DEFAULT_CACHE_DIR = "results/cache/judge"
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,9 @@ def _result(ratings: Sequence[int | None], failures: int) -> JudgeResult:
 # `prompts.templates`); RUBRIC_TEMPLATE is the bundled default's text, kept for reference.
 RUBRIC_TEMPLATE = (_prompt_templates.TEMPLATE_ROOT / "default" / "rubric_user.txt").read_text(encoding="utf-8").rstrip("\n")
 _ASPECT_RE = re.compile(r"aspect\s*#?\s*(\d+)\s*[:=\-]\s*\**\s*([0-2])(?![0-9.])", re.IGNORECASE)
+# a bracketed list whose items are all numbers: "[2, 1, 0]" (the authors' judge replies with such a
+# bare list, in aspect order, sometimes inside a ``` code fence)
+_NUM_LIST_RE = re.compile(r"\[\s*(-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?)*)\s*,?\s*\]")
 
 
 def rubric_messages(item: JudgeItem) -> list[dict]:
@@ -88,15 +94,33 @@ def rubric_messages(item: JudgeItem) -> list[dict]:
 
 
 def parse_ratings(text: str, n_aspects: int) -> list[int] | None:
-    """One rating per aspect from "Aspect i: r" lines; None unless every aspect 1..n is rated."""
+    """One rating per aspect, or None (a parse failure, counted by the caller).
+
+    Accepted replies:
+      - "Aspect i: r" lines (the bundled prompt's format), every aspect 1..n rated;
+      - a bare list of the n ratings in aspect order, e.g. "[2, 1, 0]", also inside a code fence
+        (the reply format of the authors' rubric prompt). Every item must be 0, 1 or 2 and the list
+        must have exactly n items; several numeric lists in one reply must agree, else None.
+    """
+    text = text or ""
     found: dict[int, int] = {}
-    for m in _ASPECT_RE.finditer(text or ""):
+    for m in _ASPECT_RE.finditer(text):
         i = int(m.group(1))
         if 1 <= i <= n_aspects and i not in found:
             found[i] = int(m.group(2))
-    if len(found) != n_aspects:
-        return None
-    return [found[i] for i in range(1, n_aspects + 1)]
+    if len(found) == n_aspects:
+        return [found[i] for i in range(1, n_aspects + 1)]
+    return _parse_rating_list(text, n_aspects)
+
+
+def _parse_rating_list(text: str, n_aspects: int) -> list[int] | None:
+    lists = [[x.strip() for x in m.group(1).split(",")] for m in _NUM_LIST_RE.finditer(text)]
+    if not lists or any(items != lists[0] for items in lists):
+        return None  # no list, or lists that disagree: ambiguous
+    items = lists[0]
+    if len(items) != n_aspects or any(x not in ("0", "1", "2") for x in items):
+        return None  # wrong length, or a value off the 0/1/2 scale (e.g. 3, 1.5, -1)
+    return [int(x) for x in items]
 
 
 class _LLMJudge(RubricJudge):
@@ -393,48 +417,144 @@ def item_key(judge_id: str, item: JudgeItem) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def _connect(cache_path: str | Path) -> sqlite3.Connection:
-    Path(cache_path).parent.mkdir(parents=True, exist_ok=True)
-    con = sqlite3.connect(str(cache_path), timeout=120)
-    con.execute("CREATE TABLE IF NOT EXISTS judged (key TEXT PRIMARY KEY, judge_id TEXT, score REAL, "
-                "ratings TEXT, failures INTEGER)")
-    return con
+def shard_name(out_path: str | Path) -> str:
+    """The cache shard a job writes, named after the job's output path (Snakemake runs at most one
+    job per output at a time, so each shard has one writer): results/bon/p/judged.jsonl ->
+    results+bon+p+judged.jsonl."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "+", Path(out_path).with_suffix("").as_posix()).strip("+")
+    if not name:
+        raise ValueError(f"judge cache: cannot name a shard after output {out_path!r}")
+    return f"{name}.jsonl"
 
 
-def judge_items_cached(judge: RubricJudge, items: Sequence[JudgeItem], cache_path: str | Path,
-                       chunk: int = 2048) -> list[JudgeResult]:
-    """Judge items through a sqlite cache: each unique (judge, question, answer, aspects) once.
+_RECORD_FIELDS = ("key", "judge_id", "score", "ratings", "failures")
 
-    Unparseable results (NaN) are cached too, so reruns are identical; their failure counts are
-    returned every time (they stay reported)."""
-    keys = [item_key(judge.judge_id, it) for it in items]
-    con = _connect(cache_path)
+
+def _parse_record(line: bytes) -> dict | None:
+    """One cache record, or None for a line that is not a complete, well-formed record."""
     try:
-        cached: dict[str, JudgeResult] = {}
-        uniq = list(dict.fromkeys(keys))
-        for b in range(0, len(uniq), 500):
-            part = uniq[b:b + 500]
-            q = f"SELECT key, score, ratings, failures FROM judged WHERE key IN ({','.join('?' * len(part))})"
-            for k, s, r, f in con.execute(q, part):
-                cached[k] = JudgeResult(float("nan") if s is None else float(s), json.loads(r), int(f))
-        todo = {}
-        for k, it in zip(keys, items):
-            if k not in cached and k not in todo:
-                todo[k] = it
-        log.info("judge %s: %d items, %d unique, %d cached, %d to judge", judge.judge_id, len(items),
-                 len(uniq), len(uniq) - len(todo), len(todo))
+        rec = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(rec, dict) or any(f not in rec for f in _RECORD_FIELDS):
+        return None
+    if not isinstance(rec["key"], str) or not isinstance(rec["ratings"], list) or not isinstance(rec["failures"], int):
+        return None
+    if rec["score"] is not None and not isinstance(rec["score"], (int, float)):
+        return None
+    return rec
+
+
+def _read_shard(path: Path, wanted: set[str]) -> tuple[dict[str, dict], int, bool]:
+    """Records of `wanted` keys in one shard: ({key: record}, bad complete lines, partial tail?).
+
+    Only complete lines (ending in a newline) are read; a trailing partial line is a record being
+    written right now, or the last one of a killed job."""
+    data = path.read_bytes()
+    cut = data.rfind(b"\n") + 1
+    partial = cut < len(data)
+    out, bad = {}, 0
+    for line in data[:cut].split(b"\n"):
+        if not line.strip():
+            continue
+        rec = _parse_record(line)
+        if rec is None:
+            bad += 1
+        elif rec["key"] in wanted and rec["key"] not in out:
+            out[rec["key"]] = rec
+    return out, bad, partial
+
+
+def _recover_own_shard(path: Path) -> None:
+    """Before appending: cut a partial last line (left by a killed run of this job) so that the
+    next record starts on a line of its own. Only this job writes this shard."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    cut = data.rfind(b"\n") + 1
+    if cut < len(data):
+        log.warning("judge cache %s: dropping a partial last record (%d bytes) left by an interrupted run",
+                    path, len(data) - cut)
+        with open(path, "r+b") as fh:
+            fh.truncate(cut)
+
+
+def _as_result(rec: dict) -> JudgeResult:
+    s = rec["score"]
+    return JudgeResult(float("nan") if s is None else float(s), list(rec["ratings"]), int(rec["failures"]))
+
+
+def read_cache(cache_dir: str | Path, keys: set[str]) -> dict[str, JudgeResult]:
+    """Every record of `keys` in the shards of `cache_dir` (read-only, no locks).
+
+    Shards are read in name order and the first record of a key wins; keys are content-addressed
+    (judge id with model revision and dtype, question, answer, aspects), so shards agree unless
+    the judge is not deterministic - such conflicts are counted and logged. Malformed lines and
+    partial last lines (a job killed mid-write, or writing now) are skipped and logged."""
+    found: dict[str, dict] = {}
+    conflicts = 0
+    cdir = Path(cache_dir)
+    for path in sorted(cdir.glob("*.jsonl")) if cdir.is_dir() else []:
+        try:
+            recs, bad, partial = _read_shard(path, keys)
+        except OSError as exc:
+            log.warning("judge cache %s: unreadable (%s), ignored", path, exc)
+            continue
+        if bad:
+            log.warning("judge cache %s: %d malformed line(s) ignored (an interrupted write?)", path, bad)
+        if partial:
+            log.info("judge cache %s: partial last line ignored (being written, or left by a killed job)", path)
+        for k, rec in recs.items():
+            if k not in found:
+                found[k] = rec
+            elif [found[k][f] for f in ("score", "ratings", "failures")] != [rec[f] for f in ("score", "ratings", "failures")]:
+                conflicts += 1
+    if conflicts:
+        log.warning("judge cache %s: %d item(s) judged differently in two shards (a nondeterministic judge?); "
+                    "the first shard in name order is used", cdir, conflicts)
+    return {k: _as_result(rec) for k, rec in found.items()}
+
+
+def judge_items_cached(judge: RubricJudge, items: Sequence[JudgeItem], cache_dir: str | Path,
+                       shard: str, chunk: int = 2048) -> list[JudgeResult]:
+    """Judge items through the sharded cache: each unique (judge, question, answer, aspects) once.
+
+    Reads every shard in `cache_dir` (read-only) and appends what it judges to its own shard
+    `cache_dir/shard` only, one flushed and fsynced line per item after each chunk, so concurrent
+    jobs never write the same file and a killed job keeps every finished chunk. Unparseable
+    results (NaN) are cached too, so reruns are identical; their failure counts are returned every
+    time (they stay reported)."""
+    if not shard or Path(shard).name != shard or not shard.endswith(".jsonl"):
+        raise ValueError(f"judge cache: shard must be a file name ending in .jsonl, got {shard!r}")
+    keys = [item_key(judge.judge_id, it) for it in items]
+    uniq = list(dict.fromkeys(keys))
+    cached = read_cache(cache_dir, set(uniq))
+    todo = {}
+    for k, it in zip(keys, items):
+        if k not in cached and k not in todo:
+            todo[k] = it
+    log.info("judge %s: %d items, %d unique, %d cached, %d to judge (cache shard %s/%s)", judge.judge_id,
+             len(items), len(uniq), len(uniq) - len(todo), len(todo), cache_dir, shard)
+    if todo:
+        own = Path(cache_dir) / shard
+        own.parent.mkdir(parents=True, exist_ok=True)
+        _recover_own_shard(own)
         todo_items = list(todo.items())
-        for b in range(0, len(todo_items), chunk):
-            part = todo_items[b:b + chunk]
-            res = judge.judge([it for _, it in part])
-            rows = [(k, judge.judge_id, None if math.isnan(r.score) else r.score, json.dumps(r.ratings), r.failures)
-                    for (k, _), r in zip(part, res)]
-            con.executemany("INSERT OR REPLACE INTO judged VALUES (?, ?, ?, ?, ?)", rows)
-            con.commit()
-            for (k, _), r in zip(part, res):
-                cached[k] = r
-    finally:
-        con.close()
+        with open(own, "ab") as fh:
+            for b in range(0, len(todo_items), chunk):
+                part = todo_items[b:b + chunk]
+                res = judge.judge([it for _, it in part])
+                if len(res) != len(part):
+                    raise RuntimeError(f"judge {judge.judge_id}: {len(res)} results for {len(part)} items")
+                lines = [json.dumps({"key": k, "judge_id": judge.judge_id,
+                                     "score": None if math.isnan(r.score) else r.score,
+                                     "ratings": r.ratings, "failures": r.failures}, ensure_ascii=False) + "\n"
+                         for (k, _), r in zip(part, res)]
+                fh.write("".join(lines).encode("utf-8"))
+                fh.flush()
+                os.fsync(fh.fileno())
+                for (k, _), r in zip(part, res):
+                    cached[k] = JudgeResult(r.score, list(r.ratings), r.failures)
     return [JudgeResult(cached[k].score, list(cached[k].ratings), cached[k].failures) for k in keys]
 
 
@@ -476,7 +596,7 @@ def calibrate_judge_files(raw_files: Sequence[str], judge_cfg: dict, seed: int, 
     return cal
 
 
-def judge_validity(bench_path: str, judge_keys_path: str, judge_cfg: dict, seed: int, cache_path: str,
+def judge_validity(bench_path: str, judge_keys_path: str, judge_cfg: dict, seed: int, cache_dir: str,
                    out_path: str, n_boot: int = 1000, judge: RubricJudge | None = None) -> dict:
     """How often the judge scores the chosen answer strictly above the rejected one on the
     personalized test pairs (overall and per subset, bootstrap CI); ties and NaNs count as not above."""
@@ -497,7 +617,7 @@ def judge_validity(bench_path: str, judge_keys_path: str, judge_cfg: dict, seed:
     if not items_c:
         raise ValueError(f"{judge_keys_path}: no judge keys")
     judge = judge or load_judge(judge_cfg, seed)
-    res = judge_items_cached(judge, items_c + items_r, cache_path)
+    res = judge_items_cached(judge, items_c + items_r, cache_dir, shard_name(out_path))
     n = len(items_c)
     sc = np.array([r.score for r in res[:n]])
     sr = np.array([r.score for r in res[n:]])

@@ -455,7 +455,9 @@ class _PPORun:
                         s["max_prompt_tokens"], self.cap_stats["posts_dropped"], self.cap_stats["prompts_capped"],
                         len(self.prompt_rows))
         if hasattr(self.rm, "set_reference_answers"):
-            self.rm.set_reference_answers(base_reference_answers(base_model, tok, self.prompt_rows, s, self.seed))
+            self.rm.set_reference_answers(base_reference_answers(base_model, tok, self.prompt_rows, s, self.seed),
+                                          source=f"the base policy's ({self.policy_path}) greedy answers to the "
+                                                 "PPO train prompts")
         index = PromptIndex(self.prompt_rows, tok)
         if index.duplicates:
             log.info("%d training prompts render to the same text as an earlier one", index.duplicates)
@@ -677,14 +679,18 @@ def outcome(score: float, base: float) -> float:
 
 
 def judge_ppo(answers: Sequence[dict], base_answers: Sequence[dict], aspects: dict[str, list[str]],
-              questions: dict[str, str], judge, cache_path: str) -> list[dict]:
-    """Judge trained and base answers (same cached judge as BoN) and compare them per question."""
+              questions: dict[str, str], judge, cache_dir: str, shard: str,
+              base_source: str = "base answers") -> list[dict]:
+    """Judge trained and base answers (same cached judge as BoN; this job writes cache shard
+    `shard`) and compare them per question. An unparseable judgement (NaN) leaves that answer
+    unscored and its comparison NaN; it is counted in `judge_failures`, the other rows stand."""
     from .judge import JudgeItem, judge_items_cached
 
     base = {r["question_id"]: r for r in base_answers}
     missing = [a["question_id"] for a in answers if a["question_id"] not in base]
     if missing:
-        raise ValueError(f"base answers lack {len(missing)} evaluation questions, e.g. {missing[:3]}")
+        raise ValueError(f"{base_source}: lacks {len(missing)} evaluation questions, e.g. {missing[:3]} "
+                         "(rerun rule ppo_base_answers with the same ppo evaluation settings)")
     no_key = [a["question_id"] for a in answers if a["question_id"] not in aspects]
     if no_key:
         raise ValueError(f"judge key has no rubric for {len(no_key)} evaluation questions, e.g. {no_key[:3]}")
@@ -692,7 +698,7 @@ def judge_ppo(answers: Sequence[dict], base_answers: Sequence[dict], aspects: di
              for a in answers]
     items += [JudgeItem(question=questions[a["question_id"]], answer=base[a["question_id"]]["answer"],
                         aspects=aspects[a["question_id"]]) for a in answers]
-    res = judge_items_cached(judge, items, cache_path)
+    res = judge_items_cached(judge, items, cache_dir, shard)
     n = len(answers)
     out = []
     for a, r, b in zip(answers, res[:n], res[n:]):
@@ -705,15 +711,16 @@ def judge_ppo(answers: Sequence[dict], base_answers: Sequence[dict], aspects: di
 
 
 def eval_ppo(model_dir: str, base_answers_path: str, eval_prompts: str, judge_keys: str, judge_cfg: dict,
-             cache_path: str, out_path: str, ppo_cfg: dict, seed: int, trust_remote_code: bool = False,
+             cache_dir: str, out_path: str, ppo_cfg: dict, seed: int, trust_remote_code: bool = False,
              device: str = "auto") -> dict:
-    from .judge import load_judge
+    from .judge import load_judge, shard_name
 
     prompts = select_eval_prompts(load_prompt_rows(eval_prompts), ppo_cfg.get("eval_questions_per_subset"))
     answers = policy_answers(model_dir, prompts, ppo_cfg, seed, trust_remote_code, device)
     judge = load_judge(judge_cfg, seed)
     rows = judge_ppo(answers, read_jsonl(base_answers_path), load_judge_aspects(judge_keys),
-                     {p["question_id"]: p["question"] for p in prompts}, judge, cache_path)
+                     {p["question_id"]: p["question"] for p in prompts}, judge, cache_dir, shard_name(out_path),
+                     base_source=str(base_answers_path))
     write_jsonl(out_path, rows)
     fails = sum(r["judge_failures"] for r in rows)
     if fails:
@@ -738,6 +745,10 @@ def ppo_table_rows(runs: dict[tuple[str, str], str], n_boot: int, seed: int) -> 
         ok, okb, oko = np.isfinite(scores), np.isfinite(base), np.isfinite(oc)
         mean, lo, hi = bootstrap_ci(scores[ok], n_boot=n_boot, seed=stable_seed(seed, "ppo-table", policy, rm))
         n_cmp = int(oko.sum())
+        if not (ok.all() and okb.all()):
+            log.warning("PPO %s/%s: %d trained and %d base answers without a judge score (unparseable): only "
+                        "those answers (and their comparisons) are left out; counted in judge_failures",
+                        policy, rm, int((~ok).sum()), int((~okb).sum()))
         out.append({
             "policy": policy, "rm": rm, "n_questions": int(len(df)), "mean": mean, "ci_low": lo, "ci_high": hi,
             "base_mean": float(base[okb].mean()) if okb.any() else float("nan"),

@@ -13,9 +13,10 @@
   other in a seeded round-robin (every unordered pair once, cached, counted) and each answer's
   score is its mean preference against the others (its Copeland/Borda win rate, 0..1); with
   `score_opponents: m` each answer meets only 2m seeded opponents (a circulant tournament). An answer
-  with no sibling is compared with `reference_answers[(question, profile)]` when one was set
-  (`set_reference_answers`, e.g. the base policy's answer to the same prompt), else with the fixed
-  `reference_answer` (default "I don't know."; little signal, logged as a warning).
+  with no sibling is compared with `reference_answers[(question, profile)]` when reference answers
+  were set (`set_reference_answers`, e.g. the base policy's answer to the same prompt; then a prompt
+  without one is an error naming their source), else with the fixed `reference_answer` (default
+  "I don't know."; little signal, logged as a warning).
 - `generative_pointwise`: the judge answers `Score: <number>`; unparseable outputs give NaN and
   are counted.
 
@@ -174,6 +175,7 @@ class GenerativePairwiseRM(_GenerativeRM):
         self.n_pair_failures = 0
         self.n_both_right = 0
         self.reference_answers: dict = {}
+        self.reference_source: str | None = None
         self._score_cache: dict = {}
         self._categories: dict = {}  # (question, profile) -> the posts' categories, for the prompts
         self.n_score_comparisons = 0
@@ -223,9 +225,11 @@ class GenerativePairwiseRM(_GenerativeRM):
         self.n_pair_failures += failures
         return CompareOutput(prefs=prefs, failures=failures, details=details)
 
-    def set_reference_answers(self, answers: dict) -> None:
-        """{(question, profile tuple): answer} to compare lone answers with in `score()`."""
+    def set_reference_answers(self, answers: dict, source: str = "set_reference_answers") -> None:
+        """{(question, profile tuple): answer} to compare lone answers with in `score()`; from then
+        on a lone answer to a prompt missing here is an error naming `source`."""
         self.reference_answers = {(q, tuple(p)): a for (q, p), a in answers.items()}
+        self.reference_source = source
 
     def _schedule(self, idx: list[int], q: str, prof: tuple) -> list[tuple[int, int]]:
         """Unordered pairs to judge among sibling answers: all of them (round-robin) unless
@@ -283,6 +287,10 @@ class GenerativePairwiseRM(_GenerativeRM):
         for (q, prof), idx in groups.items():
             if len(idx) == 1:
                 ref = self.reference_answers.get((q, prof))
+                if ref is None and self.reference_source is not None:
+                    raise ValueError(f"RM {self.name}: no reference answer for the prompt {q[:80]!r} (profile of "
+                                     f"{len(prof)} posts) in {self.reference_source} "
+                                     f"({len(self.reference_answers)} prompts)")
                 if ref is None:
                     ref = self.reference_answer
                     lone_fixed += 1
