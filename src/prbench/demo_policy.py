@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from . import prompts as P
+from .config import with_defaults
 from .seeding import seed_everything, stable_seed
 
 log = logging.getLogger("prbench.demo_policy")
@@ -61,14 +62,14 @@ def train_tokenizer(texts: Sequence[str], vocab_size: int, model_max_length: int
 
 
 def build_model(tok, cfg: dict, seed: int, max_positions: int):
+    """A seeded Llama for `tok` sized by `cfg` (demo_training.policy; schema defaults filled)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    hidden, heads = int(cfg.get("hidden_size", 128)), int(cfg.get("heads", 4))
-    if hidden % heads:
-        raise ValueError(f"config key demo_training.policy.heads: {heads} must divide hidden_size {hidden}")
+    cfg = with_defaults(cfg, "demo_training.policy")
+    hidden, heads = int(cfg["hidden_size"]), int(cfg["heads"])
     conf = LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=hidden * 3,
-                       num_hidden_layers=int(cfg.get("layers", 2)), num_attention_heads=heads,
+                       num_hidden_layers=int(cfg["layers"]), num_attention_heads=heads,
                        num_key_value_heads=heads, max_position_embeddings=max_positions, tie_word_embeddings=True,
                        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=None)
     torch.manual_seed(seed)
@@ -165,13 +166,13 @@ def _sft_train(model, tok, examples: list[dict], cfg: dict, seed: int, max_lengt
     from trl import SFTConfig, SFTTrainer
 
     ds = Dataset.from_list(examples).shuffle(seed=seed)
-    bs = int(cfg.get("batch_size", 32))
-    total_steps = math.ceil(len(examples) / bs) * float(cfg.get("epochs", 3))
+    bs = int(cfg["batch_size"])
+    total_steps = math.ceil(len(examples) / bs) * float(cfg["epochs"])
     use_cpu = not torch.cuda.is_available()
     bf16 = torch.cuda.is_bf16_supported() if not use_cpu else _cpu_bf16_ok()
     with tempfile.TemporaryDirectory() as tmp:
         args = SFTConfig(
-            output_dir=tmp, num_train_epochs=float(cfg.get("epochs", 3)), learning_rate=float(cfg.get("lr", 1e-3)),
+            output_dir=tmp, num_train_epochs=float(cfg["epochs"]), learning_rate=float(cfg["lr"]),
             per_device_train_batch_size=bs, max_length=max_length,
             lr_scheduler_type="cosine", warmup_steps=0.05, weight_decay=0.0,
             logging_steps=max(1, min(20, int(total_steps) // 10)),
@@ -207,13 +208,14 @@ def train_demo_policy(train_path: str, out_dir: str, cfg: dict, seed: int = 0, t
     from .io import read_jsonl
 
     t0 = time.time()
+    cfg = with_defaults(cfg, "demo_training.policy")  # the schema holds the defaults
     torch.set_num_threads(max(1, threads))
     seed_everything(seed)
     pairs = read_jsonl(train_path)
     if not pairs:
         raise ValueError(f"{train_path}: no training pairs")
-    max_length = int(cfg.get("max_length", 256))
-    tok = train_tokenizer(_tokenizer_texts(pairs), int(cfg.get("vocab_size", 2048)), model_max_length=max_length)
+    max_length = int(cfg["max_length"])
+    tok = train_tokenizer(_tokenizer_texts(pairs), int(cfg["vocab_size"]), model_max_length=max_length)
     examples, stats = build_sft_examples(pairs, tok, max_length, seed, judge_fraction=judge_fraction,
                                          reference_fraction=reference_fraction)
     log.info("SFT examples: %s", stats)

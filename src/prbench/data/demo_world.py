@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config import with_defaults
 from ..io import write_jsonl
 from ..seeding import stable_seed
 from .demo_vocab import (ASPECT_SENTENCES, BAD_TIPS, CLOSERS, EXTRA_TOPICS, GENERAL_CLOSERS, GENERAL_KINDS,
@@ -282,26 +283,26 @@ def _split_users(total: int, sizes: dict[str, int]) -> dict[str, int]:
 
 def generate(config: dict, personalized_dir: str | Path, general_dirs: dict[str, str | Path]) -> dict:
     """Write the demo world in the hub schemas. Returns a summary (counts per file)."""
-    demo = config.get("demo", {})
+    demo = with_defaults(config.get("demo"), "demo")  # the schema holds the sizes' defaults
+    data = with_defaults(config["data"], "data")
     seed = int(config["seed"])
-    pcfg = config["data"]["personalized"]
-    sizes = {pcfg["split"]: int(demo.get("test_per_subset", 150))}
-    if pcfg.get("train_split"):
-        sizes[pcfg["train_split"]] = int(demo.get("train_per_subset", 500))
-    users = _split_users(int(demo.get("users_per_subset", 120)), sizes)
-    posts_per_user = int(demo.get("posts_per_user", 12))
+    pcfg = data["personalized"]
+    sizes = {pcfg["split"]: int(demo["test_per_subset"])}
+    if pcfg["train_split"]:
+        sizes[pcfg["train_split"]] = int(demo["train_per_subset"])
+    users = _split_users(int(demo["users_per_subset"]), sizes)
     summary: dict[str, int] = {}
     for idx, subset in enumerate(pcfg["subsets"]):
         world = world_for(subset, idx)
         for split, n in sizes.items():
-            rows = personalized_split(world, subset, split, n, users.get(split, 1), posts_per_user, seed)
+            rows = personalized_split(world, subset, split, n, users.get(split, 1), int(demo["posts_per_user"]), seed)
             path = Path(personalized_dir) / subset / f"{split}.jsonl"
             summary[str(path)] = write_jsonl(path, rows)
     for name, folder in general_dirs.items():
-        bcfg = config["data"]["baselines"][name]
-        gsizes = {bcfg.get("split", "train"): int(demo.get("general_test", 300))}
-        if bcfg.get("train_split"):
-            gsizes[bcfg["train_split"]] = int(demo.get("general_train", 600))
+        bcfg = data["baselines"][name]
+        gsizes = {bcfg["split"]: int(demo["general_test"])}
+        if bcfg["train_split"]:
+            gsizes[bcfg["train_split"]] = int(demo["general_train"])
         for split, n in gsizes.items():
             path = Path(folder) / f"{split}.jsonl"
             summary[str(path)] = write_jsonl(path, general_split(split, n, seed, name))
@@ -312,12 +313,13 @@ def generate(config: dict, personalized_dir: str | Path, general_dirs: dict[str,
 
 def demo_outputs(config: dict) -> dict[str, list[str]]:
     """Files rule demo_world writes (used by rules/data.smk)."""
-    pcfg = config["data"]["personalized"]
-    splits = [pcfg["split"]] + ([pcfg["train_split"]] if pcfg.get("train_split") else [])
+    data = with_defaults(config["data"], "data")
+    pcfg = data["personalized"]
+    splits = [pcfg["split"]] + ([pcfg["train_split"]] if pcfg["train_split"] else [])
     out = {"personalized": [f"{pcfg['source'].rstrip('/')}/{s}/{sp}.jsonl" for s in pcfg["subsets"] for sp in splits]}
     for name, folder in demo_general_dirs(config).items():
-        b = config["data"]["baselines"][name]
-        bs = [b.get("split", "train")] + ([b["train_split"]] if b.get("train_split") else [])
+        b = data["baselines"][name]
+        bs = [b["split"]] + ([b["train_split"]] if b["train_split"] else [])
         out[name] = [f"{folder.rstrip('/')}/{sp}.jsonl" for sp in bs]
     return out
 
@@ -326,15 +328,10 @@ DEMO_PREFIX = "results/demo/"
 
 
 def demo_general_dirs(config: dict) -> dict[str, str]:
-    """Baselines the demo world generates: those whose source lies under results/demo/."""
-    out = {}
-    for name, b in config["data"].get("baselines", {}).items():
-        if b["source"].startswith(DEMO_PREFIX):
-            if b["kind"] != "rewardbench":
-                raise ValueError(f"config key data.baselines.{name}.kind: the demo world only generates "
-                                 f"RewardBench-schema baselines (got {b['kind']!r})")
-            out[name] = b["source"]
-    return out
+    """Baselines the demo world generates: those whose source lies under results/demo/ (each a
+    RewardBench-schema baseline: prbench.config.check_config)."""
+    baselines = config["data"].get("baselines") or {}  # a validated config always has the key
+    return {name: b["source"] for name, b in baselines.items() if b["source"].startswith(DEMO_PREFIX)}
 
 
 TOKEN_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
