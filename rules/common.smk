@@ -15,11 +15,11 @@ check_config(config)
 SEED = config["seed"]
 PROMPTS = config.get("prompts") or {}  # prompt template set + post format (prbench.prompts.configure)
 SUBSETS = config["data"]["personalized"]["subsets"]
-BASELINES = list(config["data"].get("baselines", {}))
+BASELINES = list(config["data"]["baselines"])
 BENCHMARKS = ["personalized"] + BASELINES
 RMS = list(config["reward_models"])
 POLICIES = list(config["policies"])
-DEMO = config.get("demo", {}).get("enabled", False)
+DEMO = config["demo"]["enabled"]
 
 # Each stage's .smk appends its final products here; `rule all` asks for them.
 ALL_TARGETS = []
@@ -120,8 +120,8 @@ def policy_spec(name):
 
 
 # ---- resources ---------------------------------------------------------------------------
-GPU_MEM_GB = config.get("resources", {}).get("gpu_mem_gb", 80)
-CPU_MEM_MB = config.get("resources", {}).get("cpu_mem_mb", 16000)
+GPU_MEM_GB = config["resources"]["gpu_mem_gb"]
+CPU_MEM_MB = config["resources"]["cpu_mem_mb"]
 
 
 def _params_b(entry, default=1.0):

@@ -5,9 +5,6 @@ from pathlib import Path
 from prbench.data.demo_world import demo_general_dirs, demo_outputs
 from prbench.data.sources import baseline_input_files, personalized_input_files
 
-if "personalized" in BASELINES:
-    raise ValueError("config key data.baselines.personalized: the name 'personalized' is reserved")
-
 DEMO_FILES = demo_outputs(config) if DEMO else {}
 
 

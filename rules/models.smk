@@ -1,7 +1,7 @@
 # Demo RM zoo: MiniLM cross-encoders fine-tuned inside the DAG (entries of reward_models with `train:`).
 # The demo policy (rule train_demo_policy) lives in rules/policy.smk.
 TRAINED_RMS = [r for r in RMS if "train" in rm_entry(r)]
-RM_TRAIN_CFG = config.get("demo_training", {}).get("rm", {})
+RM_TRAIN_CFG = config["demo_training"]["rm"]  # schema defaults filled by validate()
 
 
 rule train_demo_rm:

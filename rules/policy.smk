@@ -1,7 +1,7 @@
 # The demo policy: a tiny causal LM trained from scratch inside the DAG (policies with `train: true`).
 # It is the BoN / PPO policy of the demo and the base of the `policy_judge` generative RM.
 TRAINED_POLICIES = [p for p in POLICIES if config["policies"][p].get("train")]
-POLICY_TRAIN_CFG = (config.get("demo_training") or {}).get("policy", {})
+POLICY_TRAIN_CFG = config["demo_training"]["policy"]  # schema defaults filled by validate()
 
 
 rule train_demo_policy:

@@ -39,7 +39,7 @@ rule accuracy_table:
         "results/tables/benchmark_accuracy.csv",
     params:
         # the table recomputes the CIs from the pairs, so scoring.bootstrap reruns only this job
-        bootstrap=config["scoring"].get("bootstrap", 1000),
+        bootstrap=config["scoring"]["bootstrap"],
         seed=SEED,
     log:
         "logs/scoring/accuracy_table.log",

@@ -135,3 +135,52 @@ def test_rm_kind_registry_capabilities():
     assert sorted(enum) == sorted(KINDS)
     assert not kind_info("length").needs_model and not kind_info("length").uses_gpu
     assert kind_info("generative_pairwise").pairwise and kind_info("classifier").needs_model
+
+
+def _demo_mutations():
+    def reserved_baseline(c):
+        c["data"]["baselines"]["personalized"] = {"kind": "rewardbench", "source": "x/y"}
+
+    def demo_rmbench(c):
+        c["data"]["baselines"]["general"]["kind"] = "rmbench"
+
+    def heads_not_dividing(c):
+        c["demo_training"]["policy"]["heads"] = 3
+
+    def heads_default_not_dividing(c):
+        c["demo_training"]["policy"] = {"hidden_size": 130}  # default heads: 4
+
+    def trained_rm_not_classifier(c):
+        c["reward_models"]["pers_profile"]["kind"] = "generative_pointwise"
+
+    return [
+        (reserved_baseline, "config key data.baselines.personalized:"),
+        (demo_rmbench, "config key data.baselines.general.kind:"),
+        (heads_not_dividing, "config key demo_training.policy.heads:"),
+        (heads_default_not_dividing, "config key demo_training.policy.heads:"),
+        (trained_rm_not_classifier, "config key reward_models.pers_profile.kind:"),
+    ]
+
+
+@pytest.mark.parametrize("mutate,key", _demo_mutations(), ids=lambda x: getattr(x, "__name__", str(x)))
+def test_cross_key_checks_live_in_check_config(mutate, key):
+    cfg = copy.deepcopy(_load("configs/demo.yaml"))
+    mutate(cfg)
+    with pytest.raises(ConfigError) as exc:
+        validate_config(cfg)
+    assert str(exc.value).startswith(key)
+
+
+def test_schema_is_the_only_source_of_defaults():
+    from prbench.config import section_schema, with_defaults
+
+    assert with_defaults(None, "demo_training.rm") == {"layers": 3, "max_length": 160, "epochs": 1, "lr": 5e-5,
+                                                       "batch_size": 16, "max_pairs": 900}
+    pol = with_defaults({"epochs": 10}, "demo_training.policy")
+    assert pol["epochs"] == 10 and pol["hidden_size"] == 128 and pol["max_length"] == 256
+    assert with_defaults({"kind": "rewardbench", "source": "x"}, "data.baselines.general")["split"] == "train"
+    # filling never aliases the schema's own default objects
+    with_defaults({}, "prompts")["files"]["policy_user"] = "x.txt"
+    assert with_defaults({}, "prompts")["files"] == {} and section_schema("prompts")["properties"]["files"]["default"] == {}
+    with pytest.raises(ConfigError, match="config key demo_training.policy.heads"):
+        with_defaults({"heads": 0}, "demo_training.policy")

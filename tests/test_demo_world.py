@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from prbench.config import validate_config
+from prbench.data import demo_vocab as vocab
 from prbench.data import demo_world as dw
 from prbench.data.retrieval import bow_embed, rank_profiles
 from prbench.io import read_jsonl
@@ -93,10 +94,10 @@ def test_schema_sizes_and_text_limits(world):
 def test_pole_words_only_come_from_poles():
     """Fixed texts (topics, templates, noise posts) never use a pole's wording, so only the
     user's poles put pole words into posts and answers."""
-    for wd in dw.WORLDS.values():
+    for wd in vocab.WORLDS.values():
         adjs = {a for d in wd.dims for p in d for a in p.adjs}
-        fixed = (*wd.things, *wd.topics, *dw.QUESTION_TEMPLATES, *dw.OPENERS, *dw.ASPECT_SENTENCES, *dw.CLOSERS,
-                 *dw.POST_TEMPLATES, *dw.NOISE_POSTS)
+        fixed = (*wd.things, *wd.topics, *vocab.QUESTION_TEMPLATES, *vocab.OPENERS, *vocab.ASPECT_SENTENCES, *vocab.CLOSERS,
+                 *vocab.POST_TEMPLATES, *vocab.NOISE_POSTS)
         for t in fixed:
             assert not dw.tokens(t) & adjs, t
 
@@ -166,7 +167,7 @@ def test_profile_matters(world):
 def test_poles_balanced_and_aspects_addressed(world):
     cfg, root = world
     for subset in cfg["data"]["personalized"]["subsets"]:
-        wd = dw.WORLDS[subset]
+        wd = vocab.WORLDS[subset]
         adjs = [a for d in wd.dims for p in d for a in p.adjs]
         assert len(adjs) == len(set(adjs))  # every wording belongs to exactly one pole
         poles = {}
@@ -234,7 +235,7 @@ def test_general_baseline_is_about_quality_not_fit(world):
     steps = lambda r, a: sum(s.split()[0] in {"Set", "Start", "Find", "Keep", "Read", "Review"}  # noqa: E731
                              for s in re.split(r"(?<=[.!?]) ", a))
     assert pair_acc(by_sub["mt-bench-med"], steps) >= 0.95  # completeness: more concrete steps
-    bad = {w for t in dw.BAD_TIPS for w in words(t.format(topic=""))} - {w for t in dw.GOOD_TIPS for w in words(t)}
+    bad = {w for t in vocab.BAD_TIPS for w in words(t.format(topic=""))} - {w for t in vocab.GOOD_TIPS for w in words(t)}
     assert pair_acc(by_sub["llmbar-adver-neighbor"], lambda r, a: -len(set(words(a)) & bad)) >= 0.95  # correctness
 
     def arithmetic_ok(r, a):
@@ -245,6 +246,6 @@ def test_general_baseline_is_about_quality_not_fit(world):
     refusal = lambda r, a: -float(a.startswith("I'm sorry") or a.startswith("I can't"))  # noqa: E731
     assert pair_acc(by_sub["xstest-should-respond"], refusal) == 1.0
     # personal fit: pole vocabulary of every demo user is absent from both answers -> chance
-    pole_words = {w for wd in dw.WORLDS.values() for d in wd.dims for p in d for a in p.adjs for w in words(a)}
+    pole_words = {w for wd in vocab.WORLDS.values() for d in wd.dims for p in d for a in p.adjs for w in words(a)}
     fit = pair_acc(rows, lambda r, a: len(set(words(a)) & pole_words))
     assert 0.4 <= fit <= 0.6, fit

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from prbench import demo_policy as dp
 from prbench import policy as pol
 from prbench import prompts as P
 from prbench.io import write_jsonl
@@ -29,7 +30,7 @@ ROWS = [{"question_id": f"S/q{i}", "subset": "S", "question": q, "profile": prof
 
 def test_tokenizer_and_chat_template(tiny):
     _, tok = tiny
-    assert tok.pad_token == pol.PAD and tok.eos_token == pol.EOS and tok.pad_token_id != tok.eos_token_id
+    assert tok.pad_token == dp.PAD and tok.eos_token == dp.EOS and tok.pad_token_id != tok.eos_token_id
     text = P.render_chat(tok, P.policy_messages("Any tips?", ["post one"]), add_generation_prompt=True)
     assert text.startswith("<|im_start|>user\nHere are some of my previous posts:\n1. post one")
     assert text.endswith("<|im_end|>\n<|im_start|>assistant\n")
@@ -40,7 +41,7 @@ def test_tokenizer_and_chat_template(tiny):
 def test_tokenizer_keeps_hyphenated_words_whole_and_round_trips():
     texts = ["Prioritize budget-friendly picks; anything low-cost fits you well.",
              "I like old-school films, and well-known ones too!", "Spent 12 dollars on it.\n\nOK"] * 20
-    tok = pol.train_tokenizer(texts, 400, 256)
+    tok = dp.train_tokenizer(texts, 400, 256)
     pieces = tok.convert_ids_to_tokens(tok(texts[0], add_special_tokens=False)["input_ids"])
     assert "Ġbudget-friendly" in pieces and "Ġlow-cost" in pieces  # one token each, not "-friendly" pieces
     for t in texts[:3] + ["Unseen wörds – and symbols: ∑ 42.", "  two  spaces\tand tab"]:
@@ -93,7 +94,7 @@ def test_save_and_load_policy(tiny, tmp_path):
     tok.save_pretrained(tmp_path / "p")
     assert (tmp_path / "p" / "model.safetensors").exists()
     m2, t2 = pol.load_policy(str(tmp_path / "p"), device="cpu")
-    assert t2.padding_side == "left" and t2.pad_token == pol.PAD and t2.chat_template
+    assert t2.padding_side == "left" and t2.pad_token == dp.PAD and t2.chat_template
     kw = dict(n=2, max_new_tokens=8, seed=3, progress=False)
     assert pol.generate_answers(m2, t2, ROWS, **kw) == pol.generate_answers(model, tok, ROWS, **kw)
 
@@ -109,8 +110,8 @@ def _pairs(n=12):
 
 
 def test_sft_examples_cover_answers_and_both_judge_orders():
-    tok = pol.train_tokenizer([json.dumps(p) for p in _pairs()] + [P.PAIRWISE_TEMPLATE], 400, 512)
-    ex, stats = pol.build_sft_examples(_pairs(40), tok, max_length=512, seed=0, judge_fraction=0.5,
+    tok = dp.train_tokenizer([json.dumps(p) for p in _pairs()] + [P.PAIRWISE_TEMPLATE], 400, 512)
+    ex, stats = dp.build_sft_examples(_pairs(40), tok, max_length=512, seed=0, judge_fraction=0.5,
                                        reference_fraction=0.5)
     assert stats["answer"] == 80 and stats["judge"] + stats["judge_reference"] == 80 and stats["too_long"] == 0
     assert 0 < stats["judge"] < 80
@@ -124,11 +125,11 @@ def test_sft_examples_cover_answers_and_both_judge_orders():
         winner = a if target == "Result: A" else b
         loser = b if target == "Result: A" else a
         assert winner == "Try a quiet jazz film night at home." or loser == "Watch a loud action blockbuster."
-        assert (winner, loser) != (pol.REFERENCE_ANSWER, "Try a quiet jazz film night at home.")
+        assert (winner, loser) != (dp.REFERENCE_ANSWER, "Try a quiet jazz film night at home.")
     targets = [e["completion"][0]["content"] for e in judge]
     assert {"Result: A", "Result: B"} == set(targets)
     # a tight max_length drops the lowest-ranked posts instead of truncating the completion
-    ex2, st2 = pol.build_sft_examples(_pairs(4), tok, max_length=120, seed=0, judge_fraction=1.0, reference_fraction=0)
+    ex2, st2 = dp.build_sft_examples(_pairs(4), tok, max_length=120, seed=0, judge_fraction=1.0, reference_fraction=0)
     assert st2["posts_dropped"] > 0
     for e in ex2:
         L = len(tok(P.render_chat(tok, e["prompt"] + e["completion"]), add_special_tokens=False)["input_ids"])
@@ -139,11 +140,11 @@ def test_train_demo_policy_tiny(tmp_path):
     write_jsonl(tmp_path / "train.jsonl", _pairs(16))
     cfg = {"hidden_size": 32, "layers": 1, "heads": 2, "vocab_size": 400, "epochs": 2, "lr": 3e-3, "batch_size": 8,
            "max_length": 256}
-    rep = pol.train_demo_policy(str(tmp_path / "train.jsonl"), str(tmp_path / "model"), cfg, seed=0, threads=1)
+    rep = dp.train_demo_policy(str(tmp_path / "train.jsonl"), str(tmp_path / "model"), cfg, seed=0, threads=1)
     out = Path(tmp_path / "model")
     assert (out / "model.safetensors").exists() and (out / "train_report.json").exists()
     assert rep["examples"]["answer"] == 32 and rep["last_logged_loss"] < rep["first_logged_loss"]
     model, tok = pol.load_policy(str(out), device="cpu")
-    assert model.config.num_hidden_layers == 1 and tok.chat_template == pol.CHAT_TEMPLATE
+    assert model.config.num_hidden_layers == 1 and tok.chat_template == dp.CHAT_TEMPLATE
     ans = pol.generate_answers(model, tok, ROWS[:2], n=2, max_new_tokens=10, seed=0, progress=False)
     assert all(isinstance(s, str) for x in ans for s in x)

@@ -1,6 +1,6 @@
-"""Rule train_demo_policy: train the demo policy from scratch (prbench.policy.train_demo_policy)."""
+"""Rule train_demo_policy: train the demo policy from scratch (prbench.demo_policy.train_demo_policy)."""
+from prbench.demo_policy import train_demo_policy
 from prbench.log import setup_logging
-from prbench.policy import train_demo_policy
 from prbench.prompts import configure as configure_prompts
 
 configure_prompts(snakemake.params.prompts)

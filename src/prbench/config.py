@@ -5,6 +5,8 @@ so a bad config stops the run before any job starts, with a message naming the k
 """
 from __future__ import annotations
 
+import copy
+import functools
 from pathlib import Path
 
 import yaml
@@ -41,27 +43,91 @@ def _validator_with_defaults(schema: dict):
         if isinstance(instance, dict):
             for prop, sub in properties.items():
                 if isinstance(sub, dict) and "default" in sub and prop not in instance:
-                    instance[prop] = sub["default"]
+                    instance[prop] = copy.deepcopy(sub["default"])  # never alias the schema's own object
         yield from base.VALIDATORS["properties"](validator, properties, instance, schema)
 
     cls = jsonschema.validators.extend(base, {"properties": set_defaults})
     return cls(schema)
 
 
-def validate_config(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
-    """Validate in place (filling defaults) and run the cross-key checks; returns config."""
-    validator = _validator_with_defaults(load_schema(schema_path))
-    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
+def _first_error(validator, instance, prefix: str = "") -> None:
+    errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
     if errors:
         err = errors[0]
-        key = ".".join(str(p) for p in err.absolute_path) or "<top level>"
+        key = ".".join([prefix] * bool(prefix) + [str(p) for p in err.absolute_path]) or "<top level>"
         raise ConfigError(f"config key {key}: {err.message}")
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_schema() -> dict:
+    return load_schema()
+
+
+def section_schema(path: str) -> dict:
+    """The schema of one config section, by dotted path ("demo_training.policy"; a name under a
+    mapping of entries, e.g. "reward_models.x" or "reward_models.*", gives the entry schema)."""
+    root = _cached_schema()
+    node = root
+    for part in path.split("."):
+        props = node.get("properties", {})
+        if part in props:
+            node = props[part]
+        elif isinstance(node.get("additionalProperties"), dict):
+            node = node["additionalProperties"]
+        else:
+            raise KeyError(f"no config section {path!r} in the schema")
+    return {"definitions": root.get("definitions", {}), **node}
+
+
+def with_defaults(section: dict | None, path: str) -> dict:
+    """A validated copy of one config section with the schema's defaults filled in: the schema is
+    the only source of defaults, so code reads section[key]. Sections of a validated config are
+    already complete (a no-op there); this serves callers that pass a partial section (tests, the
+    stage functions' direct callers). Raises ConfigError naming the key."""
+    out = copy.deepcopy(section) if section is not None else {}
+    _first_error(_validator_with_defaults(section_schema(path)), out, path)
+    return out
+
+
+def entry_with_defaults(entry: dict, path: str) -> dict:
+    """`entry` with the schema's top-level defaults of `path` added, unvalidated: for job specs
+    that carry extra keys beside a config entry (an RM spec's name and resolved path)."""
+    props = section_schema(path).get("properties", {})
+    return {**{k: copy.deepcopy(v["default"]) for k, v in props.items() if "default" in v}, **entry}
+
+
+def validate_config(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
+    """Validate in place (filling defaults) and run the cross-key checks; returns config."""
+    _first_error(_validator_with_defaults(load_schema(schema_path)), config)
     check_config(config)
     return config
 
 
+def _check_sections(config: dict) -> None:
+    """Cross-key checks within the data, demo and demo_training sections."""
+    from .data.demo_world import DEMO_PREFIX
+
+    baselines = config.get("data", {}).get("baselines") or {}
+    if "personalized" in baselines:
+        raise ConfigError("config key data.baselines.personalized: the name 'personalized' is reserved")
+    for name, b in baselines.items():
+        if b["source"].startswith(DEMO_PREFIX) and b["kind"] != "rewardbench":
+            raise ConfigError(f"config key data.baselines.{name}.kind: the demo world only generates "
+                              f"RewardBench-schema baselines (got {b['kind']!r})")
+    policy = (config.get("demo_training") or {}).get("policy") or {}
+    if "hidden_size" in policy or "heads" in policy:
+        pol = with_defaults(policy, "demo_training.policy")
+        if pol["hidden_size"] % pol["heads"]:
+            raise ConfigError(f"config key demo_training.policy.heads: {pol['heads']} must divide "
+                              f"hidden_size {pol['hidden_size']}")
+    for name, entry in config.get("reward_models", {}).items():
+        if "train" in entry and entry["kind"] != "classifier":
+            raise ConfigError(f"config key reward_models.{name}.kind: trained demo RMs must be 'classifier'")
+
+
 def check_config(config: dict) -> None:
     """Checks a JSON schema cannot express. Raises ConfigError naming the key."""
+    _check_sections(config)
     bon = config.get("bon", {})
     n = bon.get("n")
     for k in bon.get("ks", []):

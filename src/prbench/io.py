@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -45,21 +47,28 @@ def _atomic_target(path: Path):
     return Path(tmp)
 
 
+@contextmanager
+def _atomic_write(path: Path):
+    """Yield a temp path beside `path`; on success it replaces `path`, on error it is removed."""
+    tmp = _atomic_target(path)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
 def write_jsonl(path: str | os.PathLike, rows: Iterable[dict]) -> int:
     """Write rows atomically (temp file + rename); returns the number of rows."""
     path = Path(path)
-    tmp = _atomic_target(path)
     n = 0
-    try:
+    with _atomic_write(path) as tmp:
         opener = gzip.open(tmp, "wt", encoding="utf-8") if str(path).endswith(".gz") else open(tmp, "w", encoding="utf-8")
         with opener as fh:
             for row in rows:
                 fh.write(json.dumps(row, ensure_ascii=False, sort_keys=False) + "\n")
                 n += 1
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return n
 
 
@@ -69,28 +78,24 @@ def read_json(path: str | os.PathLike) -> Any:
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:
-    path = Path(path)
-    tmp = _atomic_target(path)
-    try:
+    with _atomic_write(Path(path)) as tmp:
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(obj, fh, indent=2, ensure_ascii=False, sort_keys=True, default=_json_default)
             fh.write("\n")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def write_csv(path: str | os.PathLike, df, float_format: str = "%.6g") -> None:
     """Write a pandas DataFrame atomically with stable float formatting."""
-    path = Path(path)
-    tmp = _atomic_target(path)
-    try:
+    with _atomic_write(Path(path)) as tmp:
         df.to_csv(tmp, index=False, float_format=float_format)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+
+
+def json_sha256(obj: Any, *, sort_keys: bool = True, ensure_ascii: bool = False, default=str) -> str:
+    """Hex sha256 of `obj` serialised as compact JSON (json.dumps' separators): the one content
+    hash of the pipeline. The keyword arguments are json.dumps'; callers that must keep an
+    existing hash pass the ones that hash was made with."""
+    text = json.dumps(obj, sort_keys=sort_keys, ensure_ascii=ensure_ascii, default=default)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _json_default(obj):

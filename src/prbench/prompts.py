@@ -190,7 +190,7 @@ def _chat(tpl: PromptTemplates, role: str, **values: str) -> list[dict]:
 
 # The compact set's wording as the str.format strings of earlier versions ({context} = the
 # profile block, {a}/{b} = the answers). Kept because the demo policy's tokenizer is trained on
-# this text (prbench.policy.train_demo_policy); prompts are built from the template files.
+# this text (prbench.demo_policy.train_demo_policy); prompts are built from the template files.
 PAIRWISE_TEMPLATE = (
     "{context}Which answer better fits my question and my interests?\n"
     "Question: {question}\n\n[Answer A]\n{a}\n\n[Answer B]\n{b}\n\n"

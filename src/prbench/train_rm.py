@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .config import entry_with_defaults, with_defaults
 from .io import read_jsonl
 from .models import resolve_model_ref
 from .prompts import ScoreRequest
@@ -28,7 +29,6 @@ from .seeding import stable_seed
 
 log = logging.getLogger("prbench.train_rm")
 
-TRAIN_DEFAULTS = {"layers": 3, "max_length": 160, "epochs": 1, "lr": 5.0e-5, "batch_size": 16, "max_pairs": 900}
 SOURCES = ("personalized", "general")
 INFO_FILE = "prbench_train.json"
 
@@ -108,12 +108,13 @@ def train_demo_rm(spec: dict, train_files: dict[str, str | Path], out_dir: str |
 
     from .rms.classifier import ClassifierEncoder
 
-    name = spec.get("name", "rm")
+    name = spec.get("name", "rm")  # a job's spec carries its name (rules/common.smk rm_spec)
     if "train" not in spec:
         raise ValueError(f"config key reward_models.{name}.train: missing (only trained RMs are built here)")
     if spec.get("kind") != "classifier":
         raise ValueError(f"config key reward_models.{name}.kind: trained demo RMs must be 'classifier'")
-    cfg = {**TRAIN_DEFAULTS, **(train_cfg or {})}
+    cfg = with_defaults(train_cfg, "demo_training.rm")  # the schema holds the defaults
+    spec = entry_with_defaults(spec, "reward_models.*")
     if threads:
         torch.set_num_threads(int(threads))
     t0 = time.perf_counter()
@@ -121,7 +122,7 @@ def train_demo_rm(spec: dict, train_files: dict[str, str | Path], out_dir: str |
     tok.model_max_length = int(cfg["max_length"])
     mix = {k: float(v) for k, v in (spec["train"].get("mix") or {}).items()}
     rows = sample_mix(mix, train_files, int(cfg["max_pairs"]), seed, name)
-    report: dict[str, Any] = {"rm": name, "mix": mix, "use_profile": bool(spec.get("use_profile", False)),
+    report: dict[str, Any] = {"rm": name, "mix": mix, "use_profile": bool(spec["use_profile"]),
                               "top_k": spec.get("top_k"), "config": cfg, "seed": seed, "pairs": len(rows),
                               "pairs_by_source": {s: sum(r["_source"] == s for r in rows) for s in SOURCES}}
     if rows and cfg["epochs"] > 0:
@@ -146,7 +147,7 @@ def _fit(model, tok, rows, spec, cfg, seed, encoder_cls) -> dict:
     from datasets import Dataset
     from trl import RewardConfig, RewardTrainer
 
-    enc = encoder_cls(tok, bool(spec.get("use_profile", False)), spec.get("top_k"), int(cfg["max_length"]))
+    enc = encoder_cls(tok, bool(spec["use_profile"]), spec.get("top_k"), int(cfg["max_length"]))
     data: dict[str, list] = {"chosen_ids": [], "rejected_ids": [], "chosen_token_type_ids": [],
                              "rejected_token_type_ids": []}
     for r in rows:

@@ -11,12 +11,12 @@ Policy (never silent):
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
+
+from ..io import json_sha256
 
 log = logging.getLogger("prbench.data")
 
@@ -53,7 +53,7 @@ def is_blank(text: str) -> bool:
 
 
 def content_hash(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+    return json_sha256(obj)
 
 
 @dataclass

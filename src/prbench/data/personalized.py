@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from .checks import DataError, DropLog, DuplicateGuard, check_pair_texts, is_blank, require, where
 from .sources import iter_source
@@ -137,3 +137,18 @@ def judge_key(r: PersonalizedRow) -> dict:
 def prompt_row(r: PersonalizedRow, profile: list[str], categories: list[str] | None = None) -> dict:
     return {"question_id": r.pair_id, "subset": r.subset, "question": r.question, "profile": list(profile),
             "profile_categories": list(categories) if categories is not None else [""] * len(profile)}
+
+
+def select_per_subset(rows: Sequence[dict], per_subset: int | None) -> list[dict]:
+    """The first `per_subset` prompt rows of each subset, in file order (all when None): the
+    question selection of BoN and PPO evaluation (`bon.questions_per_subset`,
+    `ppo.eval_questions_per_subset`)."""
+    if per_subset is None:
+        return list(rows)
+    counts: dict[str, int] = {}
+    out = []
+    for row in rows:
+        if counts.get(row["subset"], 0) < per_subset:
+            counts[row["subset"]] = counts.get(row["subset"], 0) + 1
+            out.append(row)
+    return out

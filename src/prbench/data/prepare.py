@@ -23,6 +23,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..config import with_defaults
 from ..io import write_json, write_jsonl
 from ..seeding import stable_seed
 from . import personalized as pers
@@ -90,10 +91,10 @@ def _check_disjoint(train: list[dict], evals: list[dict], what: str) -> int:
 def _downstream(ds_cfg: dict, subsets: list[str], cached, top_k: int) -> tuple[list[dict], list[dict], list[dict], dict]:
     """Train / eval prompt rows and eval judge keys from the downstream source (LaMP-QA schema)."""
     source = ds_cfg["source"]
-    subs = ds_cfg.get("subsets") or subsets
+    subs = ds_cfg["subsets"] or subsets
     out, drops = {}, {}
     for role in ("train_split", "eval_split"):
-        split = ds_cfg.get(role) or {"train_split": "train", "eval_split": "test"}[role]
+        split = ds_cfg[role]
         drops[split] = DropLog(f"downstream[{split}]")
         rows: list[pers.PersonalizedRow] = []
         for subset in subs:
@@ -108,17 +109,10 @@ def _downstream(ds_cfg: dict, subsets: list[str], cached, top_k: int) -> tuple[l
     return prompts_train, prompts_eval, keys, {s: d.as_dict() for s, d in drops.items()}
 
 
-def prepare_personalized(data_cfg: dict, retriever_cfg: dict, seed: int, outputs: dict,
-                         embed: Callable | None = None) -> dict:
-    """Build every personalized output. `outputs` maps benchmark, judge_keys, train,
-    prompts_train, prompts_eval, report to paths. `embed` (texts -> array) overrides the
-    configured dense retriever (tests)."""
-    source = data_cfg["source"]
-    split = data_cfg["split"]
-    train_split = data_cfg.get("train_split")
-    frac = float(data_cfg.get("holdout_fraction", 0.5))
-    top_k = int(retriever_cfg["top_k"])
-
+def _load_splits(data_cfg: dict) -> tuple[list[pers.PersonalizedRow], list[pers.PersonalizedRow], dict]:
+    """Rows of the evaluated split and of the train split (if any), with their drop logs; the two
+    splits may not share a pair id (DataError)."""
+    source, split, train_split = data_cfg["source"], data_cfg["split"], data_cfg["train_split"]
     drops = {split: DropLog(f"{pers.BENCH}[{split}]")}
     test_rows: list[pers.PersonalizedRow] = []
     for subset in data_cfg["subsets"]:
@@ -133,7 +127,61 @@ def prepare_personalized(data_cfg: dict, retriever_cfg: dict, seed: int, outputs
             from .checks import DataError
 
             raise DataError(f"{source}: splits {split!r} and {train_split!r} share ids, e.g. {sorted(overlap)[:3]}")
+    return test_rows, train_rows, drops
 
+
+def _merge_keys(keys: list[dict], ds_keys: list[dict], downstream: dict, source: str) -> None:
+    """Append the downstream source's judge keys to `keys`; a question both sources hold must
+    carry the same rubric aspects and narrative (DataError)."""
+    have = {k["question_id"]: k for k in keys}
+    for k in ds_keys:
+        old = have.get(k["question_id"])
+        if old is None:
+            keys.append(k)
+            have[k["question_id"]] = k
+        elif old["rubric_aspects"] != k["rubric_aspects"] or old["narrative"] != k["narrative"]:
+            from .checks import DataError
+
+            raise DataError(f"data.personalized.downstream.source {downstream['source']!r}: question "
+                            f"{k['question_id']!r} has other rubric aspects / narrative than in "
+                            f"data.personalized.source {source!r}")
+
+
+def _prompts(data_cfg: dict, seed: int, test: tuple, train: tuple, keys: list[dict], cached, top_k: int):
+    """Train / eval prompt rows in the configured mode (see the module docstring); the downstream
+    source's judge keys join `keys`. Returns (prompts_train, prompts_eval, downstream drop logs, mode)."""
+    (test_rows, test_prof), (train_rows, train_prof) = test, train
+    split, train_split = data_cfg["split"], data_cfg["train_split"]
+    downstream = data_cfg["downstream"]
+    if downstream:
+        prompts_train, prompts_eval, ds_keys, ds_splits = _downstream(downstream, data_cfg["subsets"], cached, top_k)
+        _merge_keys(keys, ds_keys, downstream, data_cfg["source"])
+        mode = (f"downstream source {downstream['source']!r}: train prompts from split "
+                f"{downstream['train_split']!r}, eval prompts from split {downstream['eval_split']!r}")
+        return prompts_train, prompts_eval, ds_splits, mode
+    if train_split:
+        prompts_train = [pers.prompt_row(r, p, c) for r, (p, c) in zip(train_rows, train_prof)]
+        prompts_eval = [pers.prompt_row(r, p, c) for r, (p, c) in zip(test_rows, test_prof)]
+        mode = f"train prompts from split {train_split!r}, eval prompts from split {split!r}"
+        return prompts_train, prompts_eval, None, mode
+    frac = float(data_cfg["holdout_fraction"])
+    prompts_train, prompts_eval = [], []
+    for r, (p, c) in zip(test_rows, test_prof):
+        (prompts_eval if in_holdout(seed, r.pair_id, frac) else prompts_train).append(pers.prompt_row(r, p, c))
+    mode = f"split {split!r} divided by hashed question id: {frac:.0%} eval (holdout), rest train"
+    return prompts_train, prompts_eval, None, mode
+
+
+def prepare_personalized(data_cfg: dict, retriever_cfg: dict, seed: int, outputs: dict,
+                         embed: Callable | None = None) -> dict:
+    """Build every personalized output. `outputs` maps benchmark, judge_keys, train,
+    prompts_train, prompts_eval, report to paths. `embed` (texts -> array) overrides the
+    configured dense retriever (tests)."""
+    data_cfg = with_defaults(data_cfg, "data.personalized")  # the schema holds the defaults
+    retriever_cfg = with_defaults(retriever_cfg, "retriever")
+    train_split = data_cfg["train_split"]
+    top_k = int(retriever_cfg["top_k"])
+    test_rows, train_rows, drops = _load_splits(data_cfg)
     if embed is None:
         from .retrieval import build_retriever
 
@@ -145,35 +193,10 @@ def prepare_personalized(data_cfg: dict, retriever_cfg: dict, seed: int, outputs
     bench_rows = [pers.canonical(r, p, c) for r, (p, c) in zip(test_rows, test_prof)]
     train_pairs = [pers.canonical(r, p, c) for r, (p, c) in zip(train_rows, train_prof)]
     keys = [pers.judge_key(r) for r in test_rows]
-    downstream = data_cfg.get("downstream")
-    ds_splits = None
-    if downstream:
-        prompts_train, prompts_eval, ds_keys, ds_splits = _downstream(downstream, data_cfg["subsets"], cached, top_k)
-        have = {k["question_id"]: k for k in keys}
-        for k in ds_keys:
-            old = have.get(k["question_id"])
-            if old is None:
-                keys.append(k)
-                have[k["question_id"]] = k
-            elif old["rubric_aspects"] != k["rubric_aspects"] or old["narrative"] != k["narrative"]:
-                from .checks import DataError
-
-                raise DataError(f"data.personalized.downstream.source {downstream['source']!r}: question "
-                                f"{k['question_id']!r} has other rubric aspects / narrative than in "
-                                f"data.personalized.source {source!r}")
-        prompt_mode = (f"downstream source {downstream['source']!r}: train prompts from split "
-                       f"{downstream.get('train_split', 'train')!r}, eval prompts from split "
-                       f"{downstream.get('eval_split', 'test')!r}")
-    elif train_split:
-        prompts_train = [pers.prompt_row(r, p, c) for r, (p, c) in zip(train_rows, train_prof)]
-        prompts_eval = [pers.prompt_row(r, p, c) for r, (p, c) in zip(test_rows, test_prof)]
-        prompt_mode = f"train prompts from split {train_split!r}, eval prompts from split {split!r}"
-    else:
-        prompts_train, prompts_eval = [], []
-        for r, (p, c) in zip(test_rows, test_prof):
-            (prompts_eval if in_holdout(seed, r.pair_id, frac) else prompts_train).append(pers.prompt_row(r, p, c))
-        prompt_mode = f"split {split!r} divided by hashed question id: {frac:.0%} eval (holdout), rest train"
-    shared_texts = _check_disjoint(prompts_train, prompts_eval, "data.personalized" + (".downstream" if downstream else ""))
+    prompts_train, prompts_eval, ds_splits, prompt_mode = _prompts(
+        data_cfg, seed, (test_rows, test_prof), (train_rows, train_prof), keys, cached, top_k)
+    what = "data.personalized" + (".downstream" if data_cfg["downstream"] else "")
+    shared_texts = _check_disjoint(prompts_train, prompts_eval, what)
 
     write_jsonl(outputs["benchmark"], bench_rows)
     write_jsonl(outputs["judge_keys"], keys)
@@ -183,8 +206,8 @@ def prepare_personalized(data_cfg: dict, retriever_cfg: dict, seed: int, outputs
 
     report = {
         "benchmark": pers.BENCH,
-        "source": source,
-        "split": split,
+        "source": data_cfg["source"],
+        "split": data_cfg["split"],
         "train_split": train_split,
         "splits": {name: d.as_dict() for name, d in drops.items()},
         "pairs_per_subset": dict(Counter(r["subset"] for r in bench_rows)),
@@ -193,7 +216,7 @@ def prepare_personalized(data_cfg: dict, retriever_cfg: dict, seed: int, outputs
         "judge_keys": len(keys),
         "prompts": {"train": len(prompts_train), "eval": len(prompts_eval), "mode": prompt_mode,
                     "downstream_splits": ds_splits, "shared_question_texts": shared_texts},
-        "retriever": {"model": retriever_cfg["model"], "pooling": retriever_cfg.get("pooling", "mean"),
+        "retriever": {"model": retriever_cfg["model"], "pooling": retriever_cfg["pooling"],
                       "top_k": top_k, "unique_texts_embedded": cached.n_unique},
         "mean_profile_posts": float(np.mean([len(r.posts) for r in test_rows])) if test_rows else 0.0,
     }
@@ -206,13 +229,14 @@ def prepare_personalized(data_cfg: dict, retriever_cfg: dict, seed: int, outputs
 
 def prepare_baseline(name: str, cfg: dict, outputs: dict) -> dict:
     """Canonical pairs of a general baseline (RewardBench or RM-Bench schema) + its train split."""
+    cfg = with_defaults(cfg, f"data.baselines.{name}")
     kind = cfg["kind"]
     if kind not in ADAPTERS:
         raise ValueError(f"config key data.baselines.{name}.kind: unknown kind {kind!r} ({sorted(ADAPTERS)})")
     load = ADAPTERS[kind]
     key = f"data.baselines.{name}.source"
-    split = cfg.get("split", "train")
-    train_split = cfg.get("train_split")
+    split = cfg["split"]
+    train_split = cfg["train_split"]
     drops = {split: DropLog(f"{name}[{split}]")}
     pairs = load(cfg["source"], split, name, drops[split], key=key)
     train_pairs: list[dict] = []

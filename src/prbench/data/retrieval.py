@@ -114,9 +114,11 @@ def rank_profile_indices(embed, questions: Sequence[str], profiles: Sequence[Seq
 
 def build_retriever(cfg: dict, device: str = "auto") -> DenseRetriever:
     """A DenseRetriever from the config's `retriever` block."""
-    return DenseRetriever(cfg["model"], pooling=cfg.get("pooling", "mean"), max_length=cfg.get("max_length", 256),
-                          batch_size=cfg.get("batch_size", 64), device=device,
-                          trust_remote_code=cfg.get("trust_remote_code", False))
+    from ..config import with_defaults
+
+    cfg = with_defaults(cfg, "retriever")  # the schema holds the defaults
+    return DenseRetriever(cfg["model"], pooling=cfg["pooling"], max_length=cfg["max_length"],
+                          batch_size=cfg["batch_size"], device=device)
 
 
 def bow_embed(texts: Sequence[str], dim: int = 512) -> np.ndarray:
