@@ -38,13 +38,15 @@ localrules:
     merge_samples,
     accuracy_table,
     bon_table,
+    bon_measures,
     ppo_table,
+    judged_measures,
     correlations,
     fig_accuracy,
     fig_bon_curves,
     fig_scatter,
     fig_correlations,
-    fig_ppo_training,
+    fig_training,
 
 
 rule all:

@@ -96,7 +96,7 @@ def _edit(section, key, value):
     ("ppo_bootstrap", _edit("ppo", "bootstrap", 77), {"ppo_table"}),
     # bon_table writes the curves with their bootstrap CIs, which the analysis reads
     ("bon_bootstrap", _edit("bon", "bootstrap", 77),
-     {"bon_table", "correlations", "fig_bon_curves", "fig_scatter", "fig_correlations"}),
+     {"bon_table", "bon_measures", "correlations", "fig_bon_curves", "fig_scatter", "fig_correlations"}),
     ("scoring_bootstrap", _edit("scoring", "bootstrap", 77), {"accuracy_table", "fig_accuracy"}),
     ("correlation_bootstrap", _edit("correlation", "bootstrap", 77),
      {"correlations", "fig_correlations", "fig_scatter"}),
@@ -111,7 +111,8 @@ def test_edit_reruns_only_readers(scratch, tmp_path, name, cfg, expected):
 
 # The seconds-long table and figure jobs (Snakefile `localrules`).
 TABLE_AND_ANALYSIS = {"accuracy_table", "bon_table", "ppo_table", "correlations", "fig_accuracy",
-                      "fig_bon_curves", "fig_scatter", "fig_correlations", "fig_ppo_training"}
+                      "fig_bon_curves", "fig_scatter", "fig_correlations", "fig_training",
+                      "bon_measures", "judged_measures"}
 
 
 def test_key_order_reruns_nothing(scratch, tmp_path):
