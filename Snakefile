@@ -29,6 +29,7 @@ include: "rules/policy.smk"
 include: "rules/scoring.smk"
 include: "rules/bon.smk"
 include: "rules/ppo.smk"
+include: "rules/grpo.smk"
 include: "rules/analysis.smk"
 
 
@@ -41,6 +42,7 @@ localrules:
     bon_measures,
     ppo_table,
     judged_measures,
+    grpo_table,
     correlations,
     fig_accuracy,
     fig_bon_curves,

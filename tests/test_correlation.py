@@ -208,6 +208,7 @@ def test_rules_dry_run_with_ppo_disabled(tmp_path, world):
 
     cfg = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
     cfg["ppo"]["enabled"] = False
+    cfg["grpo"]["enabled"] = False
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
     (tmp_path / "Snakefile").write_text(
         f'report: "{REPO}/report/workflow.rst"\n'

@@ -122,6 +122,7 @@ def test_analysis_rules_take_a_registered_method_from_the_registry(tmp_path, wor
 
     cfg = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
     cfg["ppo"]["enabled"] = False
+    cfg["grpo"]["enabled"] = False
     cfgfile = tmp_path / "cfg.yaml"
     cfgfile.write_text(yaml.safe_dump(cfg))
     (tmp_path / "Snakefile").write_text(

@@ -235,3 +235,5 @@ register(Method("bon", "BoN", 0, enabled=lambda config: "bon" in config,
                 estimators=("expected", "first_k", "first_k_tieavg"), signal=_bon_signal, unscored="curve points"))
 register(Method("ppo", "PPO", 1, enabled=_section_enabled("ppo", True),
                 train_log="results/ppo/{policy}/{rm}/train_log.csv", trained_policy=True))
+register(Method("grpo", "GRPO", 2, enabled=_section_enabled("grpo", False),
+                train_log="results/grpo/{policy}/{rm}/train_log.csv", trained_policy=True))
