@@ -144,13 +144,13 @@ def _materialise(store: dict, rms: list[str], units: dict[str, Units]) -> list[S
 def collect(
     rms: list[str],
     pair_files: list[tuple[str, str, str]],
-    downstream: Sequence[tuple[str, str]] = (),
+    measure_tables: Sequence[tuple[str, str]] = (),
     bench_kinds: dict | None = None,
     runs: Sequence[tuple[str, str]] | None = None,
 ) -> Collected:
     """Read every input into per-unit sums.
 
-    pair_files: (rm, benchmark, path of {bench}.pairs.jsonl); downstream: (method, path of its
+    pair_files: (rm, benchmark, path of {bench}.pairs.jsonl); measure_tables: (method, path of its
     measure table, `prbench.downstream`), read in the order given; bench_kinds: {baseline: kind},
     a baseline of kind rewardbench/rmbench also gets its official score (level `official`), its
     headline in the summary; runs: the (policy, rm) pairs every measure table must cover (None =
@@ -164,7 +164,7 @@ def collect(
     for rm, bench, path in pair_files:
         _read_pairs(col, bench_store, official_rows, rindex, rm, bench, path, bench_kinds or {})
     _units(col, PERSONALIZED)
-    for method, path in downstream:
+    for method, path in measure_tables:
         _read_downstream(col, down_store, rindex, method, path, runs)
     col.benchmarks = _materialise(bench_store, rms, col.units)
     col.benchmarks += _official_scores(col, official_rows, bench_kinds or {})
