@@ -29,6 +29,7 @@ include: "rules/policy.smk"
 include: "rules/scoring.smk"
 include: "rules/bon.smk"
 include: "rules/ppo.smk"
+include: "rules/grpo.smk"
 include: "rules/analysis.smk"
 
 
@@ -38,13 +39,16 @@ localrules:
     merge_samples,
     accuracy_table,
     bon_table,
+    bon_measures,
     ppo_table,
+    judged_measures,
+    grpo_table,
     correlations,
     fig_accuracy,
     fig_bon_curves,
     fig_scatter,
     fig_correlations,
-    fig_ppo_training,
+    fig_training,
 
 
 rule all:

@@ -25,7 +25,7 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         w = write_world(d, rms=rms, pairs_per_subset=150, eval_per_subset=60, general_pairs=300)
         t0 = time.perf_counter()
-        col = collect(w["rms"], w["pair_files"], w["bon_files"], w["ppo_files"])
+        col = collect(w["rms"], w["pair_files"], w["downstream"])
         t1 = time.perf_counter()
         res = correlate(col, n_boot=args.boot, n_perm=args.perm)
         t2 = time.perf_counter()

@@ -2,31 +2,35 @@
 #   results/tables/correlations.csv        every coefficient x benchmark score x downstream measure, CI, p
 #   results/tables/correlation_summary.md  per downstream measure: best benchmark, separated from the runner-up?
 #   results/tables/correlation_inputs.csv  the per-RM values that were correlated (with bootstrap CIs)
-#   results/figures/{accuracy,bon_curves,scatter,correlations,ppo_training}.{png,pdf}
+#   results/figures/{accuracy,bon_curves,scatter,correlations}.{png,pdf}, {method}_training.{png,pdf}
+# The downstream methods come from the registry (prbench.downstream, DOWNSTREAM in common.smk):
+# nothing below names one. Each method's measure table is an input of `correlations`; its figure
+# signal a param of the scatter/correlation figures; a method with a training log gets a figure.
 CORR = config["correlation"]
-ANALYSIS_PPO = config.get("ppo", {}).get("enabled", True)
-BON_KS = config["bon"]["ks"]
-# The BoN signal shown in the scatter and comparison figures (the table has every k and estimator).
-FIG_BON = {"estimator": "expected", "k": max(BON_KS), "measure": "judge_score"}
 PAIR_KEYS = [[rm, bench] for rm in RMS for bench in BENCHMARKS]
 RUN_KEYS = [[policy, rm] for policy in POLICIES for rm in RMS]
-PPO_KEYS = RUN_KEYS if ANALYSIS_PPO else []
-FIGURES = ["accuracy", "bon_curves", "scatter", "correlations"] + (["ppo_training"] if ANALYSIS_PPO else [])
+# The signal per method shown in the scatter and comparison figures (the table has all of them).
+FIG_SIGNALS = canon(DS.figure_signals(config, DOWNSTREAM))
+TRAINING = [m for m in DOWNSTREAM if DS.REGISTRY[m].train_log]
+FIGURES = ["accuracy", "bon_curves", "scatter", "correlations"] + [f"{m}_training" for m in TRAINING]
 # Outputs of each figure rule: the PNG goes into the HTML report with its caption, the PDF beside it.
 FIG_OUT = {
     name: {
         "png": report(f"results/figures/{name}.png", caption=f"../report/fig_{name}.rst", category="Figures"),
         "pdf": f"results/figures/{name}.pdf",
     }
-    for name in ["accuracy", "bon_curves", "scatter", "correlations", "ppo_training"]
+    for name in ["accuracy", "bon_curves", "scatter", "correlations"]
+}
+FIG_OUT["training"] = {
+    "png": report("results/figures/{method}_training.png", caption="../report/fig_training.rst", category="Figures"),
+    "pdf": "results/figures/{method}_training.pdf",
 }
 
 
 rule correlations:
     input:
         pairs=[f"results/scores/{rm}/{bench}.pairs.jsonl" for rm, bench in PAIR_KEYS],
-        bon=[f"results/bon/{policy}/curves/{rm}.csv" for policy, rm in RUN_KEYS],
-        ppo=[f"results/ppo/{policy}/{rm}/eval_judged.jsonl" for policy, rm in PPO_KEYS],
+        downstream=[DS.table_path(m) for m in DOWNSTREAM],
     output:
         table=report(
             "results/tables/correlations.csv",
@@ -47,7 +51,7 @@ rule correlations:
         rms=RMS,
         pair_keys=PAIR_KEYS,
         run_keys=RUN_KEYS,
-        ppo_keys=PPO_KEYS,
+        methods=DOWNSTREAM,
         bench_kinds={b: config["data"]["baselines"][b].get("kind") for b in BASELINES},
         bootstrap=CORR["bootstrap"],
         permutations=CORR["permutations"],
@@ -99,7 +103,7 @@ rule fig_bon_curves:
     params:
         figure="bon_curves",
         rms=RMS,
-        estimator=FIG_BON["estimator"],
+        estimator=FIG_SIGNALS["bon"]["estimator"],
     log:
         "logs/analysis/fig_bon_curves.log",
     benchmark:
@@ -122,7 +126,8 @@ rule fig_scatter:
         **FIG_OUT["scatter"],
     params:
         figure="scatter",
-        **FIG_BON,
+        signals=FIG_SIGNALS,
+        measure="judge_score",
     log:
         "logs/analysis/fig_scatter.log",
     benchmark:
@@ -144,7 +149,8 @@ rule fig_correlations:
         **FIG_OUT["correlations"],
     params:
         figure="correlations",
-        **FIG_BON,
+        signals=FIG_SIGNALS,
+        measure="judge_score",
     log:
         "logs/analysis/fig_correlations.log",
     benchmark:
@@ -159,19 +165,22 @@ rule fig_correlations:
         "../workflow_scripts/figures.py"
 
 
-rule fig_ppo_training:
+rule fig_training:
     input:
-        [f"results/ppo/{policy}/{rm}/train_log.csv" for policy, rm in PPO_KEYS],
+        lambda wc: [DS.REGISTRY[wc.method].train_log.format(policy=p, rm=r) for p, r in RUN_KEYS],
     output:
-        **FIG_OUT["ppo_training"],
+        **FIG_OUT["training"],
     params:
-        figure="ppo_training",
-        run_keys=PPO_KEYS,
+        figure="training",
+        run_keys=RUN_KEYS,
+        label=lambda wc: DS.label(wc.method),
         smooth=1,
     log:
-        "logs/analysis/fig_ppo_training.log",
+        "logs/analysis/fig_{method}_training.log",
     benchmark:
-        "benchmarks_out/analysis/fig_ppo_training.tsv"
+        "benchmarks_out/analysis/fig_{method}_training.tsv"
+    wildcard_constraints:
+        method="|".join(TRAINING) if TRAINING else "__none__",
     threads: 1
     resources:
         mem_mb=1000,

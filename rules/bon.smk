@@ -5,6 +5,7 @@
 #   results/bon/{policy}/judged.jsonl       question_id, sample_idx, score, ratings, failures
 #   results/bon/{policy}/rm_scores/{rm}.jsonl
 #   results/bon/{policy}/curves/{rm|_oracle|_random}.csv, results/tables/bon.csv
+#   results/downstream/bon.csv              the downstream contract's measure table (prbench.downstream)
 #   results/bon/judge_calibration.json      (minilm judge) thresholds fitted on the train split
 #   results/bon/judge_validity.json         judge scores chosen above rejected on the test pairs?
 import os
@@ -243,6 +244,27 @@ rule bon_table:
         "../envs/downstream.yaml"
     script:
         "../workflow_scripts/bon_table.py"
+
+
+rule bon_measures:
+    input:
+        curves=[f"results/bon/{p}/curves/{r}.csv" for p in POLICIES for r in RMS],
+    output:
+        DS.table_path("bon"),
+    params:
+        runs=[[p, r] for p in POLICIES for r in RMS],
+    log:
+        "logs/bon/bon_measures.log",
+    benchmark:
+        "benchmarks_out/bon/bon_measures.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/downstream.yaml"
+    script:
+        "../workflow_scripts/bon_measures.py"
 
 
 ALL_TARGETS.extend(["results/tables/bon.csv", "results/bon/judge_validity.json"])

@@ -5,6 +5,7 @@ from pathlib import Path
 from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+from prbench import downstream as DS  # noqa: E402
 from prbench.config import check_config  # noqa: E402
 from prbench.rms import kind_info  # noqa: E402
 
@@ -20,6 +21,11 @@ BENCHMARKS = ["personalized"] + BASELINES
 RMS = list(config["reward_models"])
 POLICIES = list(config["policies"])
 DEMO = config["demo"]["enabled"]
+# Downstream methods this config runs, in registry order (prbench.downstream): each stage writes
+# its per-question measure table DS.table_path(method); the analysis reads exactly these.
+DOWNSTREAM = DS.enabled(config)
+# Methods that train one policy per RM, evaluated by the shared rule eval_ppo (rules/ppo.smk).
+TRAINED_METHODS = [m for m in DOWNSTREAM if DS.REGISTRY[m].trained_policy]
 
 # Each stage's .smk appends its final products here; `rule all` asks for them.
 ALL_TARGETS = []
@@ -30,6 +36,7 @@ wildcard_constraints:
     bench="|".join(BENCHMARKS),
     policy="|".join(POLICIES),
     baseline="|".join(BASELINES) if BASELINES else "__none__",
+    method="|".join(DOWNSTREAM) if DOWNSTREAM else "__none__",
 
 
 def rm_entry(name):

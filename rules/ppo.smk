@@ -6,6 +6,9 @@
 #                                                  so Snakemake keeps it when a job fails or is killed)
 #   results/ppo/{policy}/{rm}/eval_judged.jsonl    judged answers, win/tie/loss vs the base policy
 #   results/tables/ppo.csv                         mean judge score + bootstrap CI, win/tie/loss rates
+#   results/downstream/ppo.csv                     the downstream contract's measure table (prbench.downstream)
+# eval_ppo and judged_measures serve every trained-policy method of the registry (TRAINED_METHODS:
+# PPO, GRPO): same eval questions, settings (ppo.eval_*), base answers and cached judge.
 PPO = config.get("ppo", {})
 PPO_ENABLED = PPO.get("enabled", True)
 JUDGE = config["judge"]
@@ -122,14 +125,14 @@ rule train_ppo:
 
 rule eval_ppo:
     input:
-        model="results/ppo/{policy}/{rm}/model",
+        model="results/{method}/{policy}/{rm}/model",
         base="results/ppo/{policy}/base_answers.jsonl",
         prompts="results/data/prompts/eval.jsonl",
         judge_keys="results/data/judge_keys/personalized.jsonl",
         calibration=PPO_JUDGE_INPUT,
         judge_model=replica_input(JUDGE["model"]),
     output:
-        "results/ppo/{policy}/{rm}/eval_judged.jsonl",
+        "results/{method}/{policy}/{rm}/eval_judged.jsonl",
     params:
         prompts=canon(PROMPTS),
         trust_remote_code=lambda wc: PPO_POLICY_TRUST[wc.policy],
@@ -138,9 +141,11 @@ rule eval_ppo:
         ppo=PPO_EVAL,
         seed=SEED,
     log:
-        "logs/ppo/{policy}/{rm}/eval.log",
+        "logs/{method}/{policy}/{rm}/eval.log",
     benchmark:
-        "benchmarks_out/ppo/{policy}/{rm}/eval.tsv"
+        "benchmarks_out/{method}/{policy}/{rm}/eval.tsv"
+    wildcard_constraints:
+        method="|".join(TRAINED_METHODS) if TRAINED_METHODS else "__none__",
     threads: 1 if DEMO else 4
     resources:
         mem_mb=lambda wc: mem_mb_for(PPO_JUDGE_B + PPO_POLICY_B[wc.policy]),
@@ -173,6 +178,29 @@ rule ppo_table:
         "../envs/downstream.yaml"
     script:
         "../workflow_scripts/ppo_table.py"
+
+
+rule judged_measures:
+    input:
+        judged=expand("results/{{method}}/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=RMS),
+    output:
+        "results/downstream/{method}.csv",
+    params:
+        runs=[[p, r] for p in POLICIES for r in RMS],
+    log:
+        "logs/{method}/measures.log",
+    benchmark:
+        "benchmarks_out/{method}/measures.tsv"
+    wildcard_constraints:
+        method="|".join(TRAINED_METHODS) if TRAINED_METHODS else "__none__",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/downstream.yaml"
+    script:
+        "../workflow_scripts/judged_measures.py"
 
 
 if PPO_ENABLED:

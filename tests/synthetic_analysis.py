@@ -24,6 +24,21 @@ def _jsonl(path: Path, rows) -> None:
             fh.write(json.dumps(r) + "\n")
 
 
+def measure_tables(root, bon_files, ppo_files=()) -> list[tuple[str, str]]:
+    """The downstream contract's measure tables (results/downstream/{method}.csv) of the given
+    curves / eval_judged files, written by the stages' own functions; (method, path) in registry order."""
+    from prbench.bon import write_bon_measures
+    from prbench.downstream import write_judged_measures
+
+    out = Path(root) / "results" / "downstream"
+    tables = [("bon", str(out / "bon.csv"))]
+    write_bon_measures({(p, r): path for p, r, path in bon_files}, tables[0][1])
+    if ppo_files:
+        tables.append(("ppo", str(out / "ppo.csv")))
+        write_judged_measures("ppo", {(p, r): path for p, r, path in ppo_files}, tables[1][1])
+    return tables
+
+
 def write_world(
     root: str | Path,
     rms=RMS,
@@ -158,4 +173,5 @@ def write_world(
     if ppo:
         pd.DataFrame(ppo_rows).to_csv(tables / "ppo.csv", index=False)
     return {"pair_files": pair_files, "bon_files": bon_files, "ppo_files": ppo_files, "train_logs": train_logs,
+            "downstream": measure_tables(root, bon_files, ppo_files),
             "rms": list(rms), "pers_skill": pers_skill, "gen_skill": gen_skill, "root": root}

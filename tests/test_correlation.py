@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic_analysis import write_world  # noqa: E402
+from synthetic_analysis import measure_tables, write_world  # noqa: E402
 
 from prbench.correlation import TABLE_COLUMNS, collect, correlate, run_correlations  # noqa: E402
 
@@ -25,7 +25,7 @@ def world(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def result(world):
-    col = collect(world["rms"], world["pair_files"], world["bon_files"], world["ppo_files"])
+    col = collect(world["rms"], world["pair_files"], world["downstream"])
     return col, correlate(col, n_boot=200, n_perm=300, rbo_p=0.9, ci=0.95, seed=0)
 
 
@@ -105,7 +105,7 @@ def test_signal_is_recovered(result):
 
 
 def test_bootstrap_is_deterministic_and_seeded(world):
-    col = collect(world["rms"], world["pair_files"], world["bon_files"], [])
+    col = collect(world["rms"], world["pair_files"], world["downstream"][:1])
     a = correlate(col, n_boot=50, n_perm=50, seed=3).table
     b = correlate(col, n_boot=50, n_perm=50, seed=3).table
     c = correlate(col, n_boot=50, n_perm=50, seed=4).table
@@ -136,11 +136,15 @@ def _write_joint_world(root: Path, n_rms=5, n_q=40, seed=0):
     return rms, pair_files, bon_files
 
 
+def _tables(root, bon_files):
+    return measure_tables(root, bon_files)
+
+
 def test_questions_are_resampled_jointly(tmp_path):
     """Benchmark accuracy and downstream mean are the same per-question numbers here, so with joint
     resampling every replicate has identical rankings: rho = 1 in every replicate (CI [1, 1])."""
     rms, pair_files, bon_files = _write_joint_world(tmp_path)
-    res = correlate(collect(rms, pair_files, bon_files), n_boot=300, n_perm=100, seed=0)
+    res = correlate(collect(rms, pair_files, _tables(tmp_path, bon_files)), n_boot=300, n_perm=100, seed=0)
     t = res.table
     rho = t[(t.coefficient == "spearman") & (t.level == "overall") & (t.measure == "judge_score") & (t.k == 2)]
     assert rho["value"].iloc[0] == pytest.approx(1.0)
@@ -159,9 +163,18 @@ def test_bad_input_names_file_and_field(tmp_path, world):
     curves = tmp_path / "curves.csv"
     pd.DataFrame({"question_id": ["q"], "k": [1]}).to_csv(curves, index=False)
     with pytest.raises(ValueError, match=r"curves\.csv.*estimator"):
-        collect(world["rms"], world["pair_files"], [("demo_policy", world["rms"][0], str(curves))])
+        measure_tables(tmp_path, [("demo_policy", world["rms"][0], str(curves))])
     with pytest.raises(ValueError, match="not among the configured"):
         collect(["other"], world["pair_files"][:1])
+    # a measure table without a contract column, with an unconfigured RM, or missing a run
+    table = tmp_path / "m.csv"
+    pd.read_csv(world["downstream"][0][1]).drop(columns=["subset"]).to_csv(table, index=False)
+    with pytest.raises(ValueError, match=r"m\.csv.*subset"):
+        collect(world["rms"], world["pair_files"], [("bon", str(table))])
+    with pytest.raises(ValueError, match=r"bon\.csv.*not among the configured"):
+        collect(world["rms"][:3], [f for f in world["pair_files"] if f[0] in world["rms"][:3]], world["downstream"])
+    with pytest.raises(ValueError, match=r"bon\.csv: no bon measures for run\(s\) \['other_policy/"):
+        collect(world["rms"], world["pair_files"], world["downstream"], runs=[("other_policy", world["rms"][0])])
 
 
 def test_unparseable_scores_are_counted_not_zeroed(tmp_path):
@@ -169,7 +182,7 @@ def test_unparseable_scores_are_counted_not_zeroed(tmp_path):
     c = pd.read_csv(bon_files[0][2])
     c.loc[c["question_id"] == "q0", "judge_score"] = np.nan
     c.to_csv(bon_files[0][2], index=False)
-    col = collect(rms, pair_files, bon_files)
+    col = collect(rms, pair_files, _tables(tmp_path, bon_files))
     assert any("without a judge score" in n for n in col.notes)
     res = correlate(col, n_boot=20, n_perm=10)
     inp = res.inputs
@@ -181,7 +194,7 @@ def test_unparseable_scores_are_counted_not_zeroed(tmp_path):
 
 def test_run_correlations_writes_outputs_without_ppo(tmp_path, world):
     out = tmp_path / "tables"
-    res = run_correlations(world["rms"], world["pair_files"], world["bon_files"], [], out / "c.csv", out / "s.md",
+    res = run_correlations(world["rms"], world["pair_files"], world["downstream"][:1], out / "c.csv", out / "s.md",
                            out / "i.csv", n_boot=30, n_perm=30, rbo_p=0.9, ci=0.9, seed=0)
     t = pd.read_csv(out / "c.csv")
     assert len(t) == len(res.table) and "ppo" not in set(t["downstream"])
@@ -195,6 +208,7 @@ def test_rules_dry_run_with_ppo_disabled(tmp_path, world):
 
     cfg = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
     cfg["ppo"]["enabled"] = False
+    cfg["grpo"]["enabled"] = False
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
     (tmp_path / "Snakefile").write_text(
         f'report: "{REPO}/report/workflow.rst"\n'
@@ -207,5 +221,5 @@ def test_rules_dry_run_with_ppo_disabled(tmp_path, world):
         capture_output=True, text=True, timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
-    assert "rule correlations" in out and "fig_ppo_training" not in out
+    assert "rule correlations" in out and "fig_training" not in out
     assert "eval_judged" not in out

@@ -16,7 +16,7 @@ from scipy import stats
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic_analysis import write_world  # noqa: E402
+from synthetic_analysis import measure_tables, write_world  # noqa: E402
 
 from prbench.correlation import run_correlations  # noqa: E402
 
@@ -67,7 +67,7 @@ def outputs(tmp_path_factory):
                 r["subset"] = names[j % len(names)]
             Path(path).write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = root / "out"
-    run_correlations(w["rms"], w["pair_files"], w["bon_files"], [], out / "correlations.csv",
+    run_correlations(w["rms"], w["pair_files"], measure_tables(root, w["bon_files"]), out / "correlations.csv",
                      out / "summary.md", out / "inputs.csv", n_boot=30, n_perm=100, rbo_p=0.9, ci=0.95, seed=0,
                      bench_kinds={"general": "rewardbench"})
     return (pd.read_csv(out / "correlations.csv"), pd.read_csv(out / "inputs.csv"),

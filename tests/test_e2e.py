@@ -19,7 +19,7 @@ from conftest import REPO, snakemake_bin
 pytestmark = pytest.mark.slow
 
 CONFIG = REPO / "configs" / "test.yaml"
-TABLES = ["benchmark_accuracy.csv", "bon.csv", "ppo.csv", "correlations.csv"]
+TABLES = ["benchmark_accuracy.csv", "bon.csv", "ppo.csv", "grpo.csv", "correlations.csv"]
 
 
 def _run(workdir, *extra, timeout=1800):
@@ -52,9 +52,12 @@ def test_all_outputs(runs):
     assert set(bon["k"]) == set(cfg["bon"]["ks"])
     ppo = pd.read_csv(workdir / "results/tables/ppo.csv")
     assert set(ppo["rm"]) == rms
+    grpo = pd.read_csv(workdir / "results/tables/grpo.csv")
+    assert set(grpo["rm"]) == rms
     corr = pd.read_csv(workdir / "results/tables/correlations.csv")
     assert len(corr) > 0
-    for name in ["accuracy", "bon_curves", "scatter", "correlations", "ppo_training"]:
+    assert list(dict.fromkeys(corr["downstream"])) == ["bon", "ppo", "grpo"]  # from the registry
+    for name in ["accuracy", "bon_curves", "scatter", "correlations", "ppo_training", "grpo_training"]:
         for ext in ("png", "pdf"):
             assert (workdir / f"results/figures/{name}.{ext}").stat().st_size > 1000
 

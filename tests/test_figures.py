@@ -18,7 +18,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def world(tmp_path_factory):
     w = write_world(tmp_path_factory.mktemp("world"), pairs_per_subset=20, eval_per_subset=10, general_pairs=40)
     t = w["root"] / "results" / "tables"
-    run_correlations(w["rms"], w["pair_files"], w["bon_files"], w["ppo_files"], t / "correlations.csv",
+    run_correlations(w["rms"], w["pair_files"], w["downstream"], t / "correlations.csv",
                      t / "correlation_summary.md", t / "correlation_inputs.csv", n_boot=50, n_perm=50,
                      rbo_p=0.9, ci=0.95, seed=0)
     w["tables"] = t
@@ -50,15 +50,15 @@ def test_bon_curves_figure(world, tmp_path):
 def test_scatter_and_correlation_figures(world, tmp_path):
     t = world["tables"]
     figures.plot_scatter(t / "correlation_inputs.csv", t / "correlations.csv", tmp_path / "s.png", tmp_path / "s.pdf",
-                         estimator="expected", k=16)
+                         signals={"bon": {"estimator": "expected", "k": 16}})
     _check(tmp_path / "s.png", tmp_path / "s.pdf")
-    figures.plot_correlations(t / "correlations.csv", tmp_path / "c.png", tmp_path / "c.pdf", estimator="expected",
-                              k=16)
+    figures.plot_correlations(t / "correlations.csv", tmp_path / "c.png", tmp_path / "c.pdf",
+                              signals={"bon": {"estimator": "expected", "k": 16}})
     _check(tmp_path / "c.png", tmp_path / "c.pdf")
 
 
-def test_ppo_training_figure(world, tmp_path):
-    figures.plot_ppo_training(world["train_logs"], tmp_path / "p.png", tmp_path / "p.pdf")
+def test_training_figure(world, tmp_path):
+    figures.plot_training(world["train_logs"], tmp_path / "p.png", tmp_path / "p.pdf")
     _check(tmp_path / "p.png", tmp_path / "p.pdf")
 
 
@@ -66,9 +66,9 @@ def test_figures_report_bad_inputs(world, tmp_path):
     bad = tmp_path / "log.csv"
     pd.DataFrame({"step": [1, 2], "reward": [0.1, 0.2]}).to_csv(bad, index=False)
     with pytest.raises(ValueError, match=r"log\.csv.*kl"):
-        figures.plot_ppo_training([("pol", "rm", str(bad))], tmp_path / "p.png", tmp_path / "p.pdf")
-    with pytest.raises(ValueError, match="no training logs"):
-        figures.plot_ppo_training([], tmp_path / "p.png", tmp_path / "p.pdf")
+        figures.plot_training([("pol", "rm", str(bad))], tmp_path / "p.png", tmp_path / "p.pdf")
+    with pytest.raises(ValueError, match="no PPO training logs"):
+        figures.plot_training([], tmp_path / "p.png", tmp_path / "p.pdf")
     acc = tmp_path / "acc.csv"
     pd.DataFrame({"rm": ["a"], "benchmark": ["personalized"]}).to_csv(acc, index=False)
     with pytest.raises(ValueError, match=r"acc\.csv.*accuracy"):

@@ -94,9 +94,10 @@ def _edit(section, key, value):
 @pytest.mark.parametrize("name,cfg,expected", [
     ("unchanged", DEMO, set()),
     ("ppo_bootstrap", _edit("ppo", "bootstrap", 77), {"ppo_table"}),
+    ("grpo_bootstrap", _edit("grpo", "bootstrap", 77), {"grpo_table"}),
     # bon_table writes the curves with their bootstrap CIs, which the analysis reads
     ("bon_bootstrap", _edit("bon", "bootstrap", 77),
-     {"bon_table", "correlations", "fig_bon_curves", "fig_scatter", "fig_correlations"}),
+     {"bon_table", "bon_measures", "correlations", "fig_bon_curves", "fig_scatter", "fig_correlations"}),
     ("scoring_bootstrap", _edit("scoring", "bootstrap", 77), {"accuracy_table", "fig_accuracy"}),
     ("correlation_bootstrap", _edit("correlation", "bootstrap", 77),
      {"correlations", "fig_correlations", "fig_scatter"}),
@@ -110,8 +111,9 @@ def test_edit_reruns_only_readers(scratch, tmp_path, name, cfg, expected):
 
 
 # The seconds-long table and figure jobs (Snakefile `localrules`).
-TABLE_AND_ANALYSIS = {"accuracy_table", "bon_table", "ppo_table", "correlations", "fig_accuracy",
-                      "fig_bon_curves", "fig_scatter", "fig_correlations", "fig_ppo_training"}
+TABLE_AND_ANALYSIS = {"accuracy_table", "bon_table", "ppo_table", "grpo_table", "correlations", "fig_accuracy",
+                      "fig_bon_curves", "fig_scatter", "fig_correlations", "fig_training",
+                      "bon_measures", "judged_measures"}
 
 
 def test_key_order_reruns_nothing(scratch, tmp_path):
@@ -127,3 +129,10 @@ def test_a_read_setting_still_reruns(scratch, tmp_path):
     jobs = _dry_run(scratch, _edit("ppo", "kl_coef", 0.123), tmp_path, "kl")
     assert {"train_ppo", "eval_ppo", "ppo_table"} <= jobs
     assert "ppo_base_answers" not in jobs and "score_benchmark" not in jobs
+
+
+def test_a_grpo_setting_reruns_only_grpo(scratch, tmp_path):
+    """A GRPO training setting retrains GRPO (and what reads it), never PPO or BoN."""
+    jobs = _dry_run(scratch, _edit("grpo", "lr", 0.123), tmp_path, "grpo_lr")
+    assert {"train_grpo", "eval_ppo", "judged_measures", "grpo_table", "correlations", "fig_training"} <= jobs
+    assert not jobs & {"train_ppo", "ppo_table", "ppo_base_answers", "bon_table", "score_bon"}

@@ -8,8 +8,7 @@ p = sm.params
 res = run_correlations(
     rms=list(p.rms),
     pair_files=[(rm, bench, path) for (rm, bench), path in zip(p.pair_keys, sm.input.pairs)],
-    bon_files=[(policy, rm, path) for (policy, rm), path in zip(p.run_keys, sm.input.bon)],
-    ppo_files=[(policy, rm, path) for (policy, rm), path in zip(p.ppo_keys, sm.input.ppo)],
+    downstream_tables=list(zip(p.methods, sm.input.downstream)),
     out_table=sm.output.table,
     out_summary=sm.output.summary,
     out_inputs=sm.output.inputs,
@@ -19,5 +18,6 @@ res = run_correlations(
     ci=p.ci,
     seed=p.seed,
     bench_kinds=dict(p.bench_kinds),
+    runs=[tuple(run) for run in p.run_keys],
 )
 log.info("summary:\n%s", res.summary)

@@ -1,5 +1,5 @@
-"""Snakemake entry point: the PPO policy answers the eval questions; the cached judge scores them
-and the base policy's answers (rule eval_ppo)."""
+"""Snakemake entry point: a trained policy (PPO, GRPO: wildcard method) answers the eval
+questions; the cached judge scores them and the base policy's answers (rule eval_ppo)."""
 import torch
 
 from prbench.log import setup_logging
@@ -14,4 +14,4 @@ torch.set_num_threads(max(1, sm.threads))
 res = eval_ppo(sm.input.model, sm.input.base, sm.input.prompts, sm.input.judge_keys, dict(sm.params.judge),
                sm.params.cache, sm.output[0], dict(sm.params.ppo), sm.params.seed,
                trust_remote_code=sm.params.trust_remote_code)
-log.info("PPO eval %s/%s: %s", sm.wildcards.policy, sm.wildcards.rm, res)
+log.info("%s eval %s/%s: %s", sm.wildcards.method, sm.wildcards.policy, sm.wildcards.rm, res)

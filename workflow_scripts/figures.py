@@ -11,14 +11,14 @@ if which == "accuracy":
 elif which == "bon_curves":
     figures.plot_bon_curves(sm.input[0], sm.output.png, sm.output.pdf, rms=list(p.rms), estimator=p.estimator)
 elif which == "scatter":
-    figures.plot_scatter(sm.input.inputs, sm.input.table, sm.output.png, sm.output.pdf, estimator=p.estimator,
-                         k=p.k, measure=p.measure)
+    figures.plot_scatter(sm.input.inputs, sm.input.table, sm.output.png, sm.output.pdf, signals=dict(p.signals),
+                         measure=p.measure)
 elif which == "correlations":
-    figures.plot_correlations(sm.input[0], sm.output.png, sm.output.pdf, estimator=p.estimator, k=p.k,
+    figures.plot_correlations(sm.input[0], sm.output.png, sm.output.pdf, signals=dict(p.signals),
                               measure=p.measure)
-elif which == "ppo_training":
-    figures.plot_ppo_training([(pol, rm, path) for (pol, rm), path in zip(p.run_keys, sm.input)],
-                              sm.output.png, sm.output.pdf, smooth=p.smooth)
+elif which == "training":
+    figures.plot_training([(pol, rm, path) for (pol, rm), path in zip(p.run_keys, sm.input)],
+                          sm.output.png, sm.output.pdf, smooth=p.smooth, label=p.label)
 else:
     raise ValueError(f"rule {sm.rule}: unknown figure {which!r}")
 log.info("wrote %s and %s", sm.output.png, sm.output.pdf)

@@ -1,4 +1,4 @@
-"""Snakemake entry point: results/tables/ppo.csv from every run's eval_judged.jsonl."""
+"""Snakemake entry point (rules ppo_table, grpo_table): results/tables/{ppo,grpo}.csv from every\nrun's eval_judged.jsonl."""
 from prbench.log import setup_logging
 from prbench.ppo import write_ppo_table
 
@@ -6,4 +6,4 @@ sm = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(sm.log[0])
 runs = {(p, r): path for (p, r), path in zip(sm.params.runs, sm.input.judged)}
 df = write_ppo_table(runs, sm.output[0], n_boot=sm.params.bootstrap, seed=sm.params.seed)
-log.info("PPO table:\n%s", df.to_string(index=False))
+log.info("%s:\n%s", sm.output[0], df.to_string(index=False))

@@ -293,6 +293,56 @@ def bon_table(policies: Mapping[str, dict], out_table: str, ks: Sequence[int], n
     return df
 
 
+# ---- the downstream contract (prbench.downstream) --------------------------------------------------
+CURVE_MEASURES = (("judge_score", "judge_score"), ("win_rate", "win_vs_random"))
+
+
+def curve_measures(policy: str, rm: str, path) -> "object":
+    """One RM's curves file as downstream measure rows: judge_score and win_rate (vs a random
+    sample) at every k and estimator, and the area under each curve over log2 k normalised by the
+    log2 k range (the curve's average height; measure `auc_<measure>`, k empty). Rows follow the
+    file's question order."""
+    import pandas as pd
+
+    df = pd.read_csv(path)
+    missing = [c for c in CURVE_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {missing}")
+    if df.empty:
+        raise ValueError(f"{path}: no rows")
+    df["question_id"] = df["question_id"].astype(str)
+    first = {q: i for i, q in reversed(list(enumerate(df["question_id"])))}
+    subset = {q: str(s) for q, s in zip(df["question_id"][::-1], df["subset"][::-1])}
+    rows = []
+    for est, sub in df.groupby("estimator", sort=True):
+        for measure, col in CURVE_MEASURES:
+            table = sub.pivot_table(index="question_id", columns="k", values=col, aggfunc="mean", dropna=False)
+            ks = sorted(int(k) for k in table.columns)
+            table = table[ks]
+            for k in ks:
+                rows += [(q, str(est), measure, k, float(v)) for q, v in table[k].items()]
+            vals = table.to_numpy(dtype=float)
+            if len(ks) > 1:
+                lk = np.log2(ks)
+                auc = np.trapezoid(vals, lk, axis=1) / (lk[-1] - lk[0])
+            else:
+                auc = vals[:, 0]
+            rows += [(q, str(est), f"auc_{measure}", None, float(v)) for q, v in zip(table.index, auc)]
+    rows.sort(key=lambda r: first[r[0]])  # stable: the file's question order, then as built
+    return pd.DataFrame([{"policy": policy, "rm": rm, "method": "bon", "estimator": est, "measure": m, "k": k,
+                          "question_id": q, "subset": subset[q], "value": v} for q, est, m, k, v in rows])
+
+
+def write_bon_measures(curves: Mapping[tuple[str, str], str], out_csv) -> "object":
+    """Rule bon_measures: every (policy, RM) curves file -> results/downstream/bon.csv."""
+    import pandas as pd
+
+    from .downstream import write_measures
+
+    return write_measures(out_csv, pd.concat([curve_measures(p, r, path) for (p, r), path in curves.items()],
+                                             ignore_index=True))
+
+
 # ---------------------------------------------------------------------------------------------
 # Sampling
 # ---------------------------------------------------------------------------------------------

@@ -4,13 +4,12 @@ Benchmark scores (per RM): accuracy (mean pair credit, as in the scoring stage: 
 chosen > rejected for pointwise RMs, the judge's preference for pairwise ones) on the personalized benchmark overall and per subset, and on each baseline overall
 and per section, read from ``results/scores/{rm}/{bench}.pairs.jsonl``.
 
-Downstream measures (per RM and policy): BoN mean judge score and win rate against a random
-sample at each k, for every estimator (``expected`` is the primary one; ``first_k`` is the authors' rule, ties to the
-earliest sample; ``first_k_tieavg`` averages over RM-score ties),
-the area under each BoN curve over log2 k (normalised by the log2 k range, so it is the curve's
-average height), and PPO mean judge score and win rate against the base policy (ties count half
-in both win rates), read from ``results/bon/{policy}/curves/{rm}.csv`` and
-``results/ppo/{policy}/{rm}/eval_judged.jsonl``.
+Downstream measures (per RM and policy): every (method, estimator, measure, k) of the tidy
+per-question measure tables ``results/downstream/{method}.csv`` (`prbench.downstream`: the
+contract and the registry of methods; which methods exist comes from the tables and the registry,
+nothing here names one). Today: BoN mean judge score and win rate against a random sample at each
+k and estimator and the area under each curve; PPO and GRPO mean judge score and win rate against
+the base policy (ties count half in both win rates).
 
 Uncertainty. Every per-RM score is a weighted mean of per-unit sums (a unit = one question), so a
 bootstrap replicate is one weight vector over units (multinomial counts, stratified by subset)
@@ -27,11 +26,13 @@ import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from . import rankmetrics
+from . import downstream, rankmetrics
+from .downstream import SCORED_MEASURE, read_measures
 from .io import iter_jsonl, write_csv
 from .seeding import stable_seed
 
@@ -39,8 +40,6 @@ log = logging.getLogger("prbench.correlation")
 
 PERSONALIZED = "personalized"
 PAIR_FIELDS = ("pair_id", "question_id", "subset", "section", "correct")
-BON_FIELDS = ("question_id", "subset", "estimator", "k", "judge_score", "win_vs_random")
-PPO_FIELDS = ("question_id", "subset", "score", "outcome")
 TABLE_COLUMNS = [
     "benchmark", "level", "group", "policy", "downstream", "estimator", "measure", "k",
     "coefficient", "value", "ci_low", "ci_high", "p_perm", "n_rms", "n_boot",
@@ -121,10 +120,6 @@ def _require(row: dict, fields, path, lineno) -> None:
         raise ValueError(f"{path}: row {lineno} lacks field(s) {missing}")
 
 
-def _finite(v) -> bool:
-    return v is not None and isinstance(v, (int, float)) and math.isfinite(float(v))
-
-
 def _add(store: dict, key: dict, stratum: str, r: int, u: int, num: float, den: float = 1.0) -> None:
     """Accumulate one observation of RM r on unit u under the score identified by key."""
     entry = store.setdefault(tuple(key.items()), (stratum, {}))
@@ -149,113 +144,79 @@ def _materialise(store: dict, rms: list[str], units: dict[str, Units]) -> list[S
 def collect(
     rms: list[str],
     pair_files: list[tuple[str, str, str]],
-    bon_files: list[tuple[str, str, str]] = (),
-    ppo_files: list[tuple[str, str, str]] = (),
+    measure_tables: Sequence[tuple[str, str]] = (),
     bench_kinds: dict | None = None,
+    runs: Sequence[tuple[str, str]] | None = None,
 ) -> Collected:
     """Read every input into per-unit sums.
 
-    pair_files: (rm, benchmark, path of {bench}.pairs.jsonl); bon_files: (policy, rm, path of the
-    curves csv); ppo_files: (policy, rm, path of eval_judged.jsonl); bench_kinds: {baseline: kind}, a
-    baseline of kind rewardbench/rmbench also gets its official score (level `official`), its
-    headline in the summary.
+    pair_files: (rm, benchmark, path of {bench}.pairs.jsonl); measure_tables: (method, path of its
+    measure table, `prbench.downstream`), read in the order given; bench_kinds: {baseline: kind},
+    a baseline of kind rewardbench/rmbench also gets its official score (level `official`), its
+    headline in the summary; runs: the (policy, rm) pairs every measure table must cover (None =
+    no check).
     """
-    from .official import KINDS as OFFICIAL_KINDS
-    from .official import Official
-
-    bench_kinds = bench_kinds or {}
-    official_rows: dict[str, dict[int, list]] = {}
     col = Collected(rms=list(rms))
     rindex = {r: i for i, r in enumerate(rms)}
     bench_store: dict = {}
     down_store: dict = {}
-
-    def stratum_units(name):
-        if name not in col.units:
-            col.units[name] = Units(name)
-        return col.units[name]
-
+    official_rows: dict[str, dict[int, list]] = {}
     for rm, bench, path in pair_files:
-        if rm not in rindex:
-            raise ValueError(f"{path}: RM {rm!r} is not among the configured reward_models")
-        r = rindex[rm]
-        units = stratum_units(PERSONALIZED if bench == PERSONALIZED else f"baseline:{bench}")
-        level2 = "subset" if bench == PERSONALIZED else "section"
-        n = failures = ties = 0
-        for lineno, row in enumerate(iter_jsonl(path), 1):
-            _require(row, PAIR_FIELDS, path, lineno)
-            u = units.add(str(row["question_id"]), str(row["subset"]))
-            c = float(row["credit"]) if row.get("credit") is not None else (1.0 if row["correct"] is True else 0.0)
-            failures += bool(row.get("failure"))
-            ties += bool(row.get("tie"))
-            n += 1
-            if bench_kinds.get(bench) in OFFICIAL_KINDS:
-                official_rows.setdefault(bench, {}).setdefault(r, []).append(
-                    {"question_id": str(row["question_id"]), "subset": str(row["subset"]), "credit": c})
-            grp = row["subset"] if bench == PERSONALIZED else row["section"]
-            _add(bench_store, {"benchmark": bench, "level": "overall", "group": "overall"}, units.name, r, u, c)
-            _add(bench_store, {"benchmark": bench, "level": level2, "group": str(grp)}, units.name, r, u, c)
-        if n == 0:
-            raise ValueError(f"{path}: no pairs")
-        if failures or ties:
-            col.notes.append(f"{rm} on {bench}: {ties} ties and {failures} scoring failures among {n} pairs "
-                             "(counted as wrong)")
-
-    pers = stratum_units(PERSONALIZED)
-    for policy, rm, path in bon_files:
-        r = rindex[rm]
-        df = pd.read_csv(path)
-        missing = [c for c in BON_FIELDS if c not in df.columns]
-        if missing:
-            raise ValueError(f"{path}: missing column(s) {missing}")
-        if df.empty:
-            raise ValueError(f"{path}: no rows")
-        df["question_id"] = df["question_id"].astype(str)
-        nan_judge = int(df["judge_score"].isna().sum())
-        if nan_judge:
-            col.notes.append(f"BoN {policy}/{rm}: {nan_judge} curve points without a judge score (skipped)")
-        u_of = {q: pers.add(q, str(s)) for q, s in zip(df["question_id"], df["subset"])}
-        for est, sub in df.groupby("estimator", sort=True):
-            wide = {m: sub.pivot_table(index="question_id", columns="k", values=c, aggfunc="mean", dropna=False)
-                    for m, c in (("judge_score", "judge_score"), ("win_rate", "win_vs_random"))}
-            for measure, table in wide.items():
-                ks = sorted(int(k) for k in table.columns)
-                table = table[ks]
-                for k in ks:
-                    for q, v in table[k].items():
-                        if _finite(v):
-                            _add(down_store, _down(policy, "bon", str(est), measure, k), PERSONALIZED, r, u_of[q],
-                                 float(v))
-                # area under the curve over log2 k, normalised by the log2 k range
-                vals = table.to_numpy(dtype=float)
-                if len(ks) > 1:
-                    lk = np.log2(ks)
-                    auc = np.trapezoid(vals, lk, axis=1) / (lk[-1] - lk[0])
-                else:
-                    auc = vals[:, 0]
-                for q, v in zip(table.index, auc):
-                    if np.isfinite(v):
-                        _add(down_store, _down(policy, "bon", str(est), f"auc_{measure}", None), PERSONALIZED, r,
-                             u_of[q], float(v))
-
-    for policy, rm, path in ppo_files:
-        r = rindex[rm]
-        bad = 0
-        for lineno, row in enumerate(iter_jsonl(path), 1):
-            _require(row, PPO_FIELDS, path, lineno)
-            u = pers.add(str(row["question_id"]), str(row["subset"]))
-            if _finite(row["score"]):
-                _add(down_store, _down(policy, "ppo", "", "judge_score", None), PERSONALIZED, r, u,
-                     float(row["score"]))
-            else:
-                bad += 1
-            if _finite(row["outcome"]):
-                _add(down_store, _down(policy, "ppo", "", "win_rate", None), PERSONALIZED, r, u,
-                     float(row["outcome"]))
-        if bad:
-            col.notes.append(f"PPO {policy}/{rm}: {bad} answers without a judge score (skipped)")
-
+        _read_pairs(col, bench_store, official_rows, rindex, rm, bench, path, bench_kinds or {})
+    _units(col, PERSONALIZED)
+    for method, path in measure_tables:
+        _read_downstream(col, down_store, rindex, method, path, runs)
     col.benchmarks = _materialise(bench_store, rms, col.units)
+    col.benchmarks += _official_scores(col, official_rows, bench_kinds or {})
+    col.downstream = _materialise(down_store, rms, col.units)
+    col.benchmarks.sort(key=lambda s: _bench_order(s.key))
+    col.downstream.sort(key=lambda s: _down_order(s.key))
+    return col
+
+
+def _units(col: Collected, name: str) -> Units:
+    if name not in col.units:
+        col.units[name] = Units(name)
+    return col.units[name]
+
+
+def _read_pairs(col: Collected, store: dict, official_rows: dict, rindex: dict, rm: str, bench: str, path,
+                bench_kinds: dict) -> None:
+    """One RM's scored pairs on one benchmark: credit per question, overall and per subset/section."""
+    from .official import KINDS as OFFICIAL_KINDS
+
+    if rm not in rindex:
+        raise ValueError(f"{path}: RM {rm!r} is not among the configured reward_models")
+    r = rindex[rm]
+    units = _units(col, PERSONALIZED if bench == PERSONALIZED else f"baseline:{bench}")
+    level2 = "subset" if bench == PERSONALIZED else "section"
+    n = failures = ties = 0
+    for lineno, row in enumerate(iter_jsonl(path), 1):
+        _require(row, PAIR_FIELDS, path, lineno)
+        u = units.add(str(row["question_id"]), str(row["subset"]))
+        c = float(row["credit"]) if row.get("credit") is not None else (1.0 if row["correct"] is True else 0.0)
+        failures += bool(row.get("failure"))
+        ties += bool(row.get("tie"))
+        n += 1
+        if bench_kinds.get(bench) in OFFICIAL_KINDS:
+            official_rows.setdefault(bench, {}).setdefault(r, []).append(
+                {"question_id": str(row["question_id"]), "subset": str(row["subset"]), "credit": c})
+        grp = row["subset"] if bench == PERSONALIZED else row["section"]
+        _add(store, {"benchmark": bench, "level": "overall", "group": "overall"}, units.name, r, u, c)
+        _add(store, {"benchmark": bench, "level": level2, "group": str(grp)}, units.name, r, u, c)
+    if n == 0:
+        raise ValueError(f"{path}: no pairs")
+    if failures or ties:
+        col.notes.append(f"{rm} on {bench}: {ties} ties and {failures} scoring failures among {n} pairs "
+                         "(counted as wrong)")
+
+
+def _official_scores(col: Collected, official_rows: dict, bench_kinds: dict) -> list[Score]:
+    """Each rewardbench/rmbench baseline's official score (`prbench.official`), level `official`."""
+    from .official import Official
+
+    out = []
+    n_rms = len(col.rms)
     for bench, per_rm in official_rows.items():
         units = col.units[f"baseline:{bench}"]
         offs = {r: Official(bench_kinds[bench], rows) for r, rows in per_rm.items()}
@@ -263,22 +224,53 @@ def collect(
         coefs = {c: coef for o in offs.values() for c, coef in o.groups["overall"]}
         parts = []
         for c in comps:
-            num = np.zeros((len(rms), len(units)))
-            den = np.zeros((len(rms), len(units)))
+            num = np.zeros((n_rms, len(units)))
+            den = np.zeros((n_rms, len(units)))
             for r, o in offs.items():
                 num[r], den[r] = o.unit_arrays(units.index)[c]
             parts.append((coefs[c], num, den))
-        zero = np.zeros((len(rms), len(units)))
-        col.benchmarks.append(OfficialScore({"benchmark": bench, "level": "official", "group": "overall"},
-                                            units.name, zero, zero, parts))
-    col.downstream = _materialise(down_store, rms, col.units)
-    col.benchmarks.sort(key=lambda s: _bench_order(s.key))
-    col.downstream.sort(key=lambda s: _down_order(s.key))
-    return col
+        zero = np.zeros((n_rms, len(units)))
+        out.append(OfficialScore({"benchmark": bench, "level": "official", "group": "overall"},
+                                 units.name, zero, zero, parts))
+    return out
 
 
-def _down(policy: str, downstream: str, estimator: str, measure: str, k) -> dict:
-    return {"policy": policy, "downstream": downstream, "estimator": estimator, "measure": measure,
+def _read_downstream(col: Collected, store: dict, rindex: dict, method: str, path,
+                     runs: Sequence[tuple[str, str]] | None) -> None:
+    """One method's measure table: every finite value is one observation of its run's RM on its
+    question; NaN judge scores are counted (data note) and skipped."""
+    df = read_measures(path, method)
+    unknown = sorted(set(df["rm"]) - set(rindex))
+    if unknown:
+        raise ValueError(f"{path}: RM(s) {unknown} are not among the configured reward_models")
+    if runs is not None:
+        have = set(zip(df["policy"], df["rm"]))
+        missing = [f"{p}/{r}" for p, r in runs if (p, r) not in have]
+        if missing:
+            raise ValueError(f"{path}: no {method} measures for run(s) {missing}")
+    pers = _units(col, PERSONALIZED)
+    ks = [None if pd.isna(k) else int(k) for k in df["k"]]
+    for (policy, rm, est, measure, q, subset, value), k in zip(
+            df[["policy", "rm", "estimator", "measure", "question_id", "subset", "value"]].itertuples(
+                index=False, name=None), ks):
+        u = pers.add(q, subset)
+        if math.isfinite(value):
+            _add(store, _down(policy, method, est, measure, k), PERSONALIZED, rindex[rm], u, value)
+    unscored = df[(df["measure"] == SCORED_MEASURE) & df["value"].isna()]
+    counts = unscored.groupby(["policy", "rm"], sort=False).size()
+    for policy, rm in dict.fromkeys(zip(df["policy"], df["rm"])):
+        n = int(counts.get((policy, rm), 0))
+        if n:
+            col.notes.append(f"{downstream.label(method)} {policy}/{rm}: {n} {_unscored(method)} without a judge "
+                             "score (skipped)")
+
+
+def _unscored(method: str) -> str:
+    return downstream.REGISTRY[method].unscored if method in downstream.REGISTRY else "answers"
+
+
+def _down(policy: str, method: str, estimator: str, measure: str, k) -> dict:
+    return {"policy": policy, "downstream": method, "estimator": estimator, "measure": measure,
             "k": None if k is None else int(k)}
 
 
@@ -288,9 +280,9 @@ def _bench_order(key: dict):
 
 
 def _down_order(key: dict):
-    est_rank = {"expected": 0, "first_k": 1, "first_k_tieavg": 2}
     k = key["k"] if key["k"] is not None else 10**9
-    return (key["downstream"] != "bon", key["policy"], est_rank.get(key["estimator"], 3), key["measure"], k)
+    return (downstream.method_rank(key["downstream"]), key["policy"],
+            downstream.estimator_rank(key["downstream"], key["estimator"]), key["measure"], k)
 
 
 # ---- analysis ----------------------------------------------------------------------------------
@@ -404,10 +396,7 @@ def _fmt(v: float) -> str:
 
 
 def _measure_label(row) -> str:
-    if row["downstream"] == "ppo":
-        return f"PPO {row['measure']}"
-    k = "" if pd.isna(row["k"]) else f" k={int(row['k'])}"
-    return f"BoN {row['estimator']} {row['measure']}{k}"
+    return downstream.measure_label(row["downstream"], row["estimator"], row["measure"], row["k"])
 
 
 def summarize(table: pd.DataFrame, boots: dict, ci: float, notes=(), **settings) -> str:
@@ -500,8 +489,7 @@ def _headline(table: pd.DataFrame) -> pd.DataFrame:
 def run_correlations(
     rms: list[str],
     pair_files,
-    bon_files,
-    ppo_files,
+    downstream_tables,
     out_table: str | Path,
     out_summary: str | Path,
     out_inputs: str | Path,
@@ -511,9 +499,11 @@ def run_correlations(
     ci: float,
     seed: int,
     bench_kinds: dict | None = None,
+    runs=None,
 ) -> Result:
-    """Entry point of rule `correlations`: read, correlate, write the three outputs."""
-    col = collect(rms, pair_files, bon_files, ppo_files, bench_kinds)
+    """Entry point of rule `correlations`: read, correlate, write the three outputs.
+    downstream_tables: (method, path of its measure table), in registry order."""
+    col = collect(rms, pair_files, downstream_tables, bench_kinds, runs)
     log.info("%d RMs, %d benchmark scores, %d downstream measures, units per stratum: %s",
              len(rms), len(col.benchmarks), len(col.downstream),
              {k: len(v) for k, v in col.units.items()})

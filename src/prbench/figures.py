@@ -6,8 +6,11 @@
                          random sample dotted; one panel per policy.
 3. `plot_scatter`        benchmark accuracy vs downstream score per RM, one panel per benchmark
                          (one row per downstream signal), rho and tau in each panel title.
-4. `plot_correlations`   each coefficient per benchmark with CI whiskers, BoN and PPO side by side.
-5. `plot_ppo_training`   PPO reward / KL / entropy per step, one line per RM.
+4. `plot_correlations`   each coefficient per benchmark with CI whiskers, one panel per downstream
+                         signal. The signals of 3 and 4 are the downstream methods found in the
+                         correlation table, in registry order (`prbench.downstream`).
+5. `plot_training`       reward / KL / entropy per step of a trained-policy method (PPO, GRPO),
+                         one line per RM.
 """
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+
+from . import downstream  # noqa: E402
 
 logging.getLogger("fontTools").setLevel(logging.WARNING)  # PDF font subsetting is chatty at INFO
 
@@ -164,11 +169,10 @@ def plot_bon_curves(bon_csv, png, pdf, rms=None, estimator: str = "expected") ->
 # ---- 3. scatter ----------------------------------------------------------------------------------
 
 
-def _downstream_rows(policy, downstream, estimator, measure, k):
+def _downstream_rows(policy, method, estimator, measure, k):
     def pick(df):
-        m = (df["policy"] == policy) & (df["downstream"] == downstream) & (df["measure"] == measure)
-        if downstream == "bon":
-            m &= (df["estimator"] == estimator)
+        m = (df["policy"] == policy) & (df["downstream"] == method) & (df["measure"] == measure)
+        m &= (df["estimator"] == estimator)
         if k is not None:
             m &= (df["k"] == k)
         else:
@@ -178,18 +182,24 @@ def _downstream_rows(policy, downstream, estimator, measure, k):
     return pick
 
 
-def _signals(corr: pd.DataFrame, estimator: str, k: int) -> list[tuple[str, str, str, str, int | None]]:
-    """The downstream signals shown in figures 3 and 4: per policy BoN (primary) and PPO judge score."""
+def _signals(corr: pd.DataFrame, signals: dict | None = None) -> list[tuple[str, str, str, str, int | None]]:
+    """The downstream signals shown in figures 3 and 4: per policy, one per downstream method in the
+    data, in registry order (`prbench.downstream`); `signals` {method: {"estimator", "k"}} picks the
+    method's estimator and k (default: none, the method's only one)."""
+    signals = signals or {}
     out = []
     for policy in dict.fromkeys(corr["policy"]):
-        out.append((f"BoN ({estimator}, k={k}) {policy}", policy, "bon", estimator, k))
-        if ((corr["policy"] == policy) & (corr["downstream"] == "ppo")).any():
-            out.append((f"PPO {policy}", policy, "ppo", "", None))
+        present = corr.loc[corr["policy"] == policy, "downstream"]
+        for method in downstream.ordered(list(present)):
+            sig = signals.get(method) or {}
+            est, k = str(sig.get("estimator") or ""), sig.get("k")
+            detail = ", ".join(x for x in (est, f"k={k}" if k is not None else "") if x)
+            name = downstream.label(method) + (f" ({detail})" if detail else "")
+            out.append((f"{name} {policy}", policy, method, est, None if k is None else int(k)))
     return out
 
 
-def plot_scatter(inputs_csv, corr_csv, png, pdf, estimator: str = "expected", k: int = 16,
-                 measure: str = "judge_score") -> None:
+def plot_scatter(inputs_csv, corr_csv, png, pdf, signals: dict | None = None, measure: str = "judge_score") -> None:
     inputs = _read_csv(inputs_csv, ["rm", "kind", "benchmark", "level", "group", "policy", "downstream",
                                     "estimator", "measure", "k", "value", "ci_low", "ci_high"], "the inputs table")
     corr = _read_csv(corr_csv, ["benchmark", "level", "group", "policy", "downstream", "estimator", "measure", "k",
@@ -199,7 +209,7 @@ def plot_scatter(inputs_csv, corr_csv, png, pdf, estimator: str = "expected", k:
     bench = inputs[(inputs["kind"] == "benchmark") & (inputs["level"] == "overall")]
     benches = _ordered(bench["benchmark"], ["personalized"])
     down = inputs[inputs["kind"] == "downstream"]
-    signals = _signals(corr, estimator, k)
+    signals = _signals(corr, signals)
     rms = list(dict.fromkeys(inputs["rm"]))
     colors = _colors(rms)
     fig, axes = plt.subplots(len(signals), len(benches), figsize=(5.2 * len(benches), 4.3 * len(signals)),
@@ -233,15 +243,14 @@ def plot_scatter(inputs_csv, corr_csv, png, pdf, estimator: str = "expected", k:
 # ---- 4. correlation comparison -------------------------------------------------------------------
 
 
-def plot_correlations(corr_csv, png, pdf, estimator: str = "expected", k: int = 16,
-                      measure: str = "judge_score") -> None:
+def plot_correlations(corr_csv, png, pdf, signals: dict | None = None, measure: str = "judge_score") -> None:
     corr = _read_csv(corr_csv, ["benchmark", "level", "group", "policy", "downstream", "estimator", "measure", "k",
                                 "coefficient", "value", "ci_low", "ci_high"], "the correlation table")
     corr["estimator"] = corr["estimator"].fillna("")
     overall = corr[corr["level"] == "overall"]
     benches = _ordered(overall["benchmark"], ["personalized"])
     coefs = _ordered(overall["coefficient"], list(COEF_LABELS))
-    signals = _signals(corr, estimator, k)
+    signals = _signals(corr, signals)
     colors = _colors(benches)
     panel_w = max(5.5, 0.55 * len(coefs) * max(len(benches), 2) + 1.5)
     fig, axes = plt.subplots(1, len(signals), figsize=(panel_w * len(signals), 4.6), squeeze=False, sharey=True)
@@ -265,18 +274,18 @@ def plot_correlations(corr_csv, png, pdf, estimator: str = "expected", k: int = 
     _save(fig, png, pdf)
 
 
-# ---- 5. PPO training -----------------------------------------------------------------------------
+# ---- 5. training curves of a trained-policy method (PPO, GRPO) -----------------------------------
 
 
-def plot_ppo_training(train_logs, png, pdf, smooth: int = 1) -> None:
+def plot_training(train_logs, png, pdf, smooth: int = 1, label: str = "PPO") -> None:
     """train_logs: (policy, rm, path of train_log.csv). Needs step, reward, kl; entropy if present."""
     frames = []
     for policy, rm, path in train_logs:
-        df = _read_csv(path, ["step", "reward", "kl"], "the PPO training log")
+        df = _read_csv(path, ["step", "reward", "kl"], f"the {label} training log")
         df = df.assign(policy=policy, rm=rm)
         frames.append(df)
     if not frames:
-        raise ValueError("plot_ppo_training: no training logs given (is ppo.enabled false?)")
+        raise ValueError(f"plot_training: no {label} training logs given (is the method enabled?)")
     data = pd.concat(frames, ignore_index=True)
     metrics = [m for m in ("reward", "kl", "entropy") if m in data.columns and data[m].notna().any()]
     policies = list(dict.fromkeys(data["policy"]))
@@ -290,7 +299,7 @@ def plot_ppo_training(train_logs, png, pdf, smooth: int = 1) -> None:
                 rows = rows.sort_values("step")
                 y = rows[m].rolling(max(1, smooth), min_periods=1).mean()
                 ax.plot(rows["step"], y, label=rm, color=colors[rm], linewidth=1.4)
-            ax.set_xlabel("PPO step")
+            ax.set_xlabel(f"{label} step")
             ax.set_ylabel(m)
             ax.set_title(f"{policy}: {m}")
             ax.grid(alpha=0.3)
@@ -304,5 +313,5 @@ FIGURES = {
     "bon_curves": plot_bon_curves,
     "scatter": plot_scatter,
     "correlations": plot_correlations,
-    "ppo_training": plot_ppo_training,
+    "training": plot_training,
 }

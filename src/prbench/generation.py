@@ -45,6 +45,13 @@ def sampling_settings(cfg: Mapping | None = None, **overrides) -> dict:
     return out
 
 
+def neutral_fields() -> dict:
+    """The non-sampling generation fields at their neutral values (None-valued ones left out), for
+    trainers that build their own GenerationConfig from keyword arguments (trl's GRPO
+    `generation_kwargs`)."""
+    return {k: v for k, v in _NEUTRAL_EXTRA.items() if v is not None}
+
+
 def neutralize(model) -> None:
     """Keep only the token ids of `model.generation_config` (idempotent; no-op without one)."""
     from transformers import GenerationConfig

@@ -1,0 +1,77 @@
+# GRPO downstream (issue 15; a project extension, the paper has no GRPO): one trl GRPOTrainer run per
+# (policy, RM) through the same reward adapter and training prompts as PPO, evaluated like PPO.
+#   results/grpo/{policy}/{rm}/model/              trained policy (HF folder)
+#   results/grpo/{policy}/{rm}/train_log.csv       reward / kl / entropy (+ trl stats) per GRPO step
+#   results/grpo/{policy}/{rm}/eval_judged.jsonl   rule eval_ppo (method grpo): judged vs the base policy
+#   results/downstream/grpo.csv                    rule judged_measures: the downstream contract's table
+#   results/tables/grpo.csv                        mean judge score + bootstrap CI, win/tie/loss rates
+# Registered as downstream method `grpo` (prbench.downstream): the analysis finds it from there.
+GRPO = config.get("grpo") or {}
+GRPO_ENABLED = "grpo" in DOWNSTREAM
+# The grpo keys train_grpo reads (prbench.grpo.TRAIN_KEYS); evaluation uses ppo.eval_* (same base answers).
+GRPO_TRAIN = pick(GRPO, ["lr", "beta", "num_generations", "prompts_per_step", "steps", "num_iterations", "epsilon",
+                         "loss_type", "scale_rewards", "max_completion_length", "temperature", "top_p", "top_k",
+                         "repetition_penalty", "reward_scale", "nan_reward", "per_device_batch_size",
+                         "gradient_checkpointing", "max_prompt_tokens"])
+
+
+rule train_grpo:
+    input:
+        prompts="results/data/prompts/train.jsonl",
+        policy=policy_model_input,
+        rm=rm_model_input,
+    output:
+        model=directory("results/grpo/{policy}/{rm}/model"),
+        train_log="results/grpo/{policy}/{rm}/train_log.csv",
+        summary="results/grpo/{policy}/{rm}/train_summary.json",
+    params:
+        prompts=canon(PROMPTS),
+        policy_path=lambda wc: PPO_POLICY_PATH[wc.policy],
+        trust_remote_code=lambda wc: PPO_POLICY_TRUST[wc.policy],
+        rm_spec=lambda wc: PPO_RM_SPEC[wc.rm],
+        grpo=GRPO_TRAIN,
+        seed=SEED,
+        out_dir=lambda wc: f"results/grpo/{wc.policy}/{wc.rm}",
+    log:
+        "logs/grpo/{policy}/{rm}/train.log",
+    benchmark:
+        "benchmarks_out/grpo/{policy}/{rm}/train.tsv"
+    threads: 1 if DEMO else 8
+    resources:
+        # host memory: the policy trained (+ its reference copy when beta > 0) and the RM loaded
+        mem_mb=lambda wc: mem_mb_for(2 * PPO_POLICY_B[wc.policy] + PPO_RM_B[wc.rm], train=True),
+        runtime=30 if DEMO else 24 * 60,
+        # one training process on one GPU (policy trained, RM in inference); no multi-GPU plan yet
+        gpu=0 if DEMO else 1,
+    conda:
+        "../envs/downstream.yaml"
+    script:
+        "../workflow_scripts/train_grpo.py"
+
+
+rule grpo_table:
+    input:
+        judged=expand("results/grpo/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=RMS),
+    output:
+        "results/tables/grpo.csv",
+    params:
+        runs=[[p, r] for p in POLICIES for r in RMS],
+        bootstrap=GRPO.get("bootstrap", 1000),
+        seed=SEED,
+    log:
+        "logs/grpo/grpo_table.log",
+    benchmark:
+        "benchmarks_out/grpo/grpo_table.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/downstream.yaml"
+    script:
+        "../workflow_scripts/ppo_table.py"
+
+
+if GRPO_ENABLED:
+    ALL_TARGETS.append("results/tables/grpo.csv")
+    ALL_TARGETS.extend(expand("results/grpo/{policy}/{rm}/train_log.csv", policy=POLICIES, rm=RMS))

@@ -1,0 +1,239 @@
+"""The downstream contract: every downstream method writes one tidy per-question measure table and
+registers itself here; the analysis stage (correlations, summary, figures, report) reads the
+methods from these tables and this registry, never from a hard-coded list.
+
+Measure table (`results/downstream/{method}.csv`, one per method, every policy x RM run):
+
+    policy, rm, method, estimator, measure, k, question_id, subset, value
+
+one row per (run, estimator, measure, k, question). `estimator` is "" for a method with one way
+of computing its measures (PPO, GRPO); `k` is empty unless the measure is taken at a number of
+samples (BoN); `value` is empty (NaN) where the question has no value (a judge parse failure):
+the analysis counts those rows (measure `judge_score`) as a data note and skips them, so an
+unparseable output is never a zero. A question appears at least once per run even when all of
+its values are NaN (it remains a resampling unit). Rows keep each run's question order (the
+analysis' bootstrap units are numbered in order of first appearance).
+
+Registry: a `Method` per downstream method, `register()`ed at import (BoN, PPO and GRPO below) or
+by a test. The Snakemake side (`rules/common.smk`: `DOWNSTREAM`) lists the methods a config
+enables (`Method.enabled(config)`), in registry order, and the analysis rules take their inputs
+from `table_path()`. Adding a downstream method = one stage file (rules + module) that writes its
+measure table, plus one `register()` entry.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .io import iter_jsonl, write_csv
+
+MEASURE_COLUMNS = ["policy", "rm", "method", "estimator", "measure", "k", "question_id", "subset", "value"]
+TABLE_PATTERN = "results/downstream/{method}.csv"
+# The measure whose NaN values the analysis reports as unscored (judge parse failures).
+SCORED_MEASURE = "judge_score"
+
+
+def _no_signal(config: Mapping) -> dict:
+    return {"estimator": "", "k": None}
+
+
+@dataclass(frozen=True)
+class Method:
+    """One downstream method.
+
+    name       the `method` column of its table and the `downstream` column of the analysis tables
+    label      its name in the summary, figure titles and axis labels ("BoN", "PPO")
+    order      position among the methods in every analysis table (lower first)
+    enabled    config -> bool: whether a config runs it (the Snakemake-side list)
+    estimators preferred order of its estimators (others after them, in data order)
+    signal     config -> {"estimator", "k"}: the one signal per policy shown in the scatter and
+               correlation figures (measure `judge_score`)
+    unscored   noun of the data note for NaN judge scores ("answers", "curve points")
+    train_log  path pattern ({policy}, {rm}) of a per-step training log (step, reward, kl[, entropy]),
+               plotted as figure `{name}_training`; None = no training figure
+    trained_policy  True when the method trains a policy per RM that the shared evaluation
+               (rule `eval_ppo`: greedy answers on the eval split, cached judge, win rate against
+               the base policy) reads from `results/{name}/{policy}/{rm}/model`
+    """
+
+    name: str
+    label: str
+    order: int
+    enabled: Callable[[Mapping], bool]
+    estimators: tuple[str, ...] = ()
+    signal: Callable[[Mapping], dict] = _no_signal
+    unscored: str = "answers"
+    train_log: str | None = None
+    trained_policy: bool = False
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def table(self) -> str:
+        return table_path(self.name)
+
+
+REGISTRY: dict[str, Method] = {}
+
+
+def register(method: Method) -> Method:
+    """Add (or replace) a method; its name must be a plain identifier (it becomes a path part)."""
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", method.name):
+        raise ValueError(f"downstream method name {method.name!r}: use lower-case letters, digits and _")
+    REGISTRY[method.name] = method
+    return method
+
+
+def unregister(name: str) -> None:
+    REGISTRY.pop(name, None)
+
+
+def table_path(name: str) -> str:
+    return TABLE_PATTERN.format(method=name)
+
+
+def ordered(names: Sequence[str]) -> list[str]:
+    """Method names in registry order (unregistered names after them, in the order given)."""
+    names = list(dict.fromkeys(names))
+    return sorted(names, key=lambda n: (0, REGISTRY[n].order, n) if n in REGISTRY else (1, 0, names.index(n)))
+
+
+def enabled(config: Mapping) -> list[str]:
+    """The methods a config runs, in registry order (the Snakemake-side list)."""
+    return ordered([m.name for m in REGISTRY.values() if m.enabled(config)])
+
+
+def label(name: str) -> str:
+    return REGISTRY[name].label if name in REGISTRY else name
+
+
+def method_rank(name: str) -> tuple:
+    return (0, REGISTRY[name].order, name) if name in REGISTRY else (1, 0, name)
+
+
+def estimator_rank(name: str, estimator: str) -> int:
+    """Position of an estimator in its method's preferred order (unknown ones last)."""
+    ests = REGISTRY[name].estimators if name in REGISTRY else ()
+    return ests.index(estimator) if estimator in ests else len(ests) if ests else 3
+
+
+def measure_label(name: str, estimator: str, measure: str, k) -> str:
+    """'BoN expected judge_score k=16', 'PPO win_rate': the summary's name of one measure."""
+    parts = [label(name)] + ([str(estimator)] if estimator else []) + [str(measure)]
+    k_part = "" if k is None or (isinstance(k, float) and math.isnan(k)) or pd.isna(k) else f" k={int(k)}"
+    return " ".join(parts) + k_part
+
+
+def figure_signals(config: Mapping, names: Sequence[str]) -> dict:
+    """{method: {"estimator", "k"}} for the figure rules' params."""
+    return {n: REGISTRY[n].signal(config) for n in names if n in REGISTRY}
+
+
+# ---- the measure table ---------------------------------------------------------------------------
+
+
+def measure_frame(rows: Sequence[dict] | pd.DataFrame) -> pd.DataFrame:
+    """Rows in the contract's column order and types (k nullable int, value float)."""
+    df = pd.DataFrame(rows, columns=MEASURE_COLUMNS) if not isinstance(rows, pd.DataFrame) else rows
+    missing = [c for c in MEASURE_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"downstream measure rows lack column(s) {missing}")
+    df = df[MEASURE_COLUMNS].copy()
+    df["estimator"] = df["estimator"].fillna("").astype(str)
+    df["k"] = df["k"].astype("Int64")
+    df["value"] = df["value"].astype(float)
+    return df
+
+
+def write_measures(path: str | Path, rows: Sequence[dict] | pd.DataFrame) -> pd.DataFrame:
+    """Write a measure table (floats at full precision: the analysis reads them back exactly)."""
+    df = measure_frame(rows)
+    if df.empty:
+        raise ValueError(f"{path}: no downstream measures to write")
+    write_csv(path, df, float_format=None)  # shortest repr: read back bit for bit (read_measures)
+    return df
+
+
+def read_measures(path: str | Path, method: str | None = None) -> pd.DataFrame:
+    """Read and check one measure table; errors name the file and the column."""
+    df = pd.read_csv(path, dtype={"policy": str, "rm": str, "method": str, "estimator": str, "measure": str,
+                                  "question_id": str, "subset": str},
+                     keep_default_na=False, na_values={"k": [""], "value": ["", "nan", "NaN"]},
+                     float_precision="round_trip")
+    missing = [c for c in MEASURE_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: downstream measure table lacks column(s) {missing}")
+    if df.empty:
+        raise ValueError(f"{path}: no rows")
+    if method is not None:
+        other = sorted(set(df["method"]) - {method})
+        if other:
+            raise ValueError(f"{path}: column 'method' holds {other}, expected only {method!r}")
+    for col in ("policy", "rm", "measure", "question_id"):
+        if (df[col] == "").any():
+            raise ValueError(f"{path}: column {col!r} is empty in {int((df[col] == '').sum())} row(s)")
+    try:
+        df["value"] = pd.to_numeric(df["value"], errors="raise").astype(float)
+        df["k"] = pd.to_numeric(df["k"], errors="raise").astype("Int64")
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{path}: columns 'value' / 'k' must be numeric ({e})") from None
+    return df
+
+
+def judged_measures(method: str, runs: Mapping[tuple[str, str], str]) -> pd.DataFrame:
+    """Measures of a trained-policy method from its runs' eval_judged.jsonl (rule eval_ppo):
+    judge_score (the trained policy's judge score) and win_rate (1 win / 0.5 tie / 0 loss against
+    the base policy's answer; NaN when either answer is unscored), one row each per question."""
+    rows = []
+    for (policy, rm), path in runs.items():
+        n = 0
+        for lineno, row in enumerate(iter_jsonl(path), 1):
+            missing = [f for f in ("question_id", "subset", "score", "outcome") if f not in row]
+            if missing:
+                raise ValueError(f"{path}: row {lineno} lacks field(s) {missing}")
+            base = {"policy": policy, "rm": rm, "method": method, "estimator": "", "k": None,
+                    "question_id": str(row["question_id"]), "subset": str(row["subset"])}
+            rows.append({**base, "measure": "judge_score", "value": _num(row["score"])})
+            rows.append({**base, "measure": "win_rate", "value": _num(row["outcome"])})
+            n += 1
+        if n == 0:
+            raise ValueError(f"{path}: no judged answers")
+    return measure_frame(rows)
+
+
+def _num(v) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) else float("nan")
+
+
+def write_judged_measures(method: str, runs: Mapping[tuple[str, str], str], out_csv: str | Path) -> pd.DataFrame:
+    return write_measures(out_csv, judged_measures(method, runs))
+
+
+# ---- the built-in methods ------------------------------------------------------------------------
+
+
+def _section_enabled(key: str, default: bool) -> Callable[[Mapping], bool]:
+    def on(config: Mapping) -> bool:
+        section = config.get(key)
+        if section is None:
+            return default
+        return bool(section.get("enabled", True))
+
+    return on
+
+
+def _bon_signal(config: Mapping) -> dict:
+    return {"estimator": "expected", "k": int(max(config["bon"]["ks"]))}
+
+
+register(Method("bon", "BoN", 0, enabled=lambda config: "bon" in config,
+                estimators=("expected", "first_k", "first_k_tieavg"), signal=_bon_signal, unscored="curve points"))
+register(Method("ppo", "PPO", 1, enabled=_section_enabled("ppo", True),
+                train_log="results/ppo/{policy}/{rm}/train_log.csv", trained_policy=True))
+register(Method("grpo", "GRPO", 2, enabled=_section_enabled("grpo", False),
+                train_log="results/grpo/{policy}/{rm}/train_log.csv", trained_policy=True))
