@@ -1,0 +1,71 @@
+"""docs/DESIGN.md "How to extend": every file and registry the four recipes name exists in the code."""
+import importlib
+import re
+
+import pytest
+
+from conftest import REPO
+
+SECTION = REPO / "docs" / "DESIGN.md"
+
+
+def recipes() -> str:
+    text = SECTION.read_text(encoding="utf-8")
+    start = text.index("## How to extend")
+    nxt = text.find("\n## ", start + 5)
+    return text[start:] if nxt < 0 else text[start:nxt]
+
+
+def test_four_recipes():
+    heads = re.findall(r"^### (.+)$", recipes(), flags=re.M)
+    assert heads == ["A reward-model interface (a new `kind`)", "A baseline benchmark", "A downstream method",
+                     "A rank coefficient"]
+
+
+def test_named_files_exist():
+    paths = set(re.findall(r"`((?:src|rules|tests|schemas|docs|configs)/[^`\s]+|Snakefile|config\.yaml)`", recipes()))
+    concrete = {p for p in paths if "<" not in p}
+    assert len(concrete) >= 12
+    missing = sorted(p for p in concrete if not (REPO / p).exists())
+    assert not missing, missing
+    # placeholder paths name a folder that exists
+    for p in paths - concrete:
+        assert (REPO / p.split("<")[0]).is_dir(), p
+
+
+@pytest.mark.parametrize("module,names", [
+    ("prbench.rms", ["KINDS", "Kind"]),
+    ("prbench.rms.base", ["RewardModel", "ScoreOutput", "CompareOutput"]),
+    ("prbench.data.prepare", ["ADAPTERS"]),
+    ("prbench.data.rewardbench", ["load_pairs"]),
+    ("prbench.official", ["KINDS"]),
+    ("prbench.downstream", ["register", "Method", "TABLE_PATTERN", "MEASURE_COLUMNS", "write_measures"]),
+    ("prbench.rankmetrics", ["COEFFICIENTS", "snap"]),
+])
+def test_named_registries_exist(module, names):
+    mod = importlib.import_module(module)
+    for name in names:
+        assert hasattr(mod, name), f"{module}.{name}"
+        assert name in recipes(), f"the recipes do not name {name}"
+
+
+def test_registries_hold_what_the_recipes_say():
+    from prbench.data.prepare import ADAPTERS
+    from prbench.downstream import MEASURE_COLUMNS, REGISTRY, TABLE_PATTERN
+    from prbench.rankmetrics import COEFFICIENTS
+    from prbench.rms import KINDS
+
+    assert {"classifier", "generative_pairwise", "generative_pointwise", "length"} <= set(KINDS)
+    for kind in KINDS.values():  # "<module>:<Class>" under prbench.rms
+        module, cls = kind.impl.split(":")
+        assert hasattr(importlib.import_module(f"prbench.rms.{module}"), cls)
+    assert set(ADAPTERS) == {"rewardbench", "rmbench"}
+    assert TABLE_PATTERN == "results/downstream/{method}.csv"
+    assert MEASURE_COLUMNS == ["policy", "rm", "method", "estimator", "measure", "k", "question_id", "subset",
+                               "value"]
+    assert {"bon", "ppo", "grpo"} <= set(REGISTRY) and REGISTRY["grpo"].trained_policy
+    assert {"spearman", "kendall_tau_b", "weighted_tau", "ndcg", "rbo"} == set(COEFFICIENTS)
+    schema = (REPO / "schemas" / "config.schema.yaml").read_text()
+    assert "enum: [classifier, generative_pairwise, generative_pointwise, length]" in schema
+    assert "enum: [rewardbench, rmbench]" in schema
+    assert 'include: "rules/grpo.smk"' in (REPO / "Snakefile").read_text()
