@@ -24,7 +24,10 @@ replica: install
 report: demo
 	$(BIN)/snakemake --profile profiles/demo --report report.html
 
+# ruff (rules in pyproject.toml), snakefmt on the Snakefile and rules, and Snakemake's own linter
 lint: install
+	$(BIN)/ruff check .
+	$(BIN)/snakefmt --check Snakefile rules
 	$(BIN)/snakemake --lint --profile profiles/demo
 
 test: install
