@@ -46,13 +46,25 @@ def test_json_sha256_reproduces_the_hashes_it_replaces():
     obj = {"b": [1, "é"], "a": {"z": 1, "y": None}}
     old = hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
     assert io.json_sha256(obj) == content_hash(obj) == old
-    # the settings of ppo.fingerprint and judge.item_key (copies left in those files for now)
+    # the settings of ppo.fingerprint (copy left in ppo.py for now) and judge.item_key
     parts = ("p", {"k": 1}, [1.5])
     assert io.json_sha256(parts, ensure_ascii=True)[:16] == \
         hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:16]
     payload = ["id", "q é", "a", ["x"]]
     assert io.json_sha256(payload, sort_keys=False, default=None) == \
         hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def test_judge_hashes_are_the_json_dumps_ones_they_replace():
+    """Cache keys and minilm judge ids stay byte-identical (existing caches keep their hits)."""
+    from prbench.judge import JudgeItem, MiniLMJudge, item_key
+
+    item = JudgeItem("Qué? \u2603", "answer \"quoted\"\nline", ["aspect é", "b"])
+    old = json.dumps(["jid", item.question, item.answer, list(item.aspects)], ensure_ascii=False)
+    assert item_key("jid", item) == hashlib.sha256(old.encode("utf-8")).hexdigest()
+    judge = MiniLMJudge("m", calibration={"t1": 0.1234567, "t2": 0.5}, encoder=object())
+    old_h = hashlib.sha256(json.dumps([round(0.1234567, 6), 0.5]).encode()).hexdigest()[:10]
+    assert judge.judge_id == f"minilm:m:{old_h}"
 
 
 ROWS = [{"question_id": f"{s}/q{i}", "subset": s, "question": "?", "profile": []}

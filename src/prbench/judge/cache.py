@@ -7,7 +7,6 @@ and no locks are needed (safe on a cluster's shared filesystem, where sqlite loc
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -15,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
+from ..io import json_sha256
 from .base import JudgeItem, JudgeResult, RubricJudge, log
 
 DEFAULT_CACHE_DIR = "results/cache/judge"
@@ -22,8 +22,8 @@ _RECORD_FIELDS = ("key", "judge_id", "score", "ratings", "failures")
 
 
 def item_key(judge_id: str, item: JudgeItem) -> str:
-    payload = json.dumps([judge_id, item.question, item.answer, list(item.aspects)], ensure_ascii=False)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    # json.dumps' settings of every existing key (unsorted, no default): the cache depends on them
+    return json_sha256([judge_id, item.question, item.answer, list(item.aspects)], sort_keys=False, default=None)
 
 
 def shard_name(out_path: str | Path) -> str:

@@ -4,13 +4,12 @@ calibrated on the train split (aspects with chosen vs rejected answers; `calibra
 calibration is part of the judge's id, so the cache never mixes calibrations."""
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from typing import Sequence
 
 import numpy as np
 
+from ..io import json_sha256
 from ..models import resolve_model_ref
 from .base import JudgeItem, JudgeResult, RubricJudge, _result
 
@@ -77,7 +76,8 @@ class MiniLMJudge(RubricJudge):
         if not t1 < t2:
             raise ValueError(f"judge calibration: need t1 < t2, got t1={t1}, t2={t2}")
         self.calibration = dict(calibration)
-        h = hashlib.sha256(json.dumps([round(t1, 6), round(t2, 6)]).encode()).hexdigest()[:10]
+        # json.dumps' defaults (ensure_ascii, unsorted): the hash in every existing judge id
+        h = json_sha256([round(t1, 6), round(t2, 6)], sort_keys=False, ensure_ascii=True, default=None)[:10]
         self.judge_id = f"minilm:{self.model_ref}:{h}"
 
     def similarities(self, items: Sequence[JudgeItem]) -> list[np.ndarray]:
