@@ -9,6 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..encoders import embed_texts
 from ..io import json_sha256
 from ..models import resolve_model_ref
 from .base import JudgeItem, JudgeResult, RubricJudge, _result
@@ -33,30 +34,16 @@ class MiniLMEncoder:
     """Mean-pooled, L2-normalised sentence embeddings from a (MiniLM) encoder folder."""
 
     def __init__(self, model_ref: str, max_length: int = 128, batch_size: int = 64, device: str = "cpu"):
-        import torch
         from transformers import AutoModel, AutoTokenizer
 
         path = resolve_model_ref(model_ref)
         self.tok = AutoTokenizer.from_pretrained(path)
         self.model = AutoModel.from_pretrained(path, use_safetensors=True).to(device).eval()
         self.device, self.max_length, self.batch_size = device, max_length, batch_size
-        self._torch = torch
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        torch = self._torch
-        out = np.zeros((len(texts), self.model.config.hidden_size), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for b in range(0, len(order), self.batch_size):
-            idx = order[b:b + self.batch_size]
-            enc = self.tok([texts[i] for i in idx], padding=True, truncation=True, max_length=self.max_length,
-                           return_tensors="pt").to(self.device)
-            with torch.no_grad():
-                h = self.model(**enc).last_hidden_state
-            m = enc["attention_mask"].unsqueeze(-1).to(h.dtype)
-            e = (h * m).sum(1) / m.sum(1).clamp(min=1e-9)
-            e = torch.nn.functional.normalize(e, dim=-1)
-            out[idx] = e.float().cpu().numpy()
-        return out
+        return embed_texts(self.model, self.tok, texts, batch_size=self.batch_size, max_length=self.max_length,
+                           device=self.device, pooling="mean", normalize=True)
 
 
 class MiniLMJudge(RubricJudge):
