@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..config import entry_with_defaults
 from ..models import vllm_engine_kwargs
 from .base import JudgeItem, JudgeResult, RubricJudge, parse_ratings
 from .cache import DEFAULT_CACHE_DIR, item_key, judge_items_cached, read_cache, shard_name
@@ -36,20 +37,25 @@ from .stages import calibrate_judge_files, calibration_examples, judge_validity
 
 def load_judge(judge_cfg: dict, seed: int) -> RubricJudge:
     """Build the judge from the `judge` config section (plus, for minilm, `calibration`: a dict or
-    the path of the JSON written by rule calibrate_judge; default results/bon/judge_calibration.json)."""
-    cfg = judge_cfg
+    the path of the JSON written by rule calibrate_judge; default results/bon/judge_calibration.json).
+
+    A validated section is complete; a partial one (tests, direct callers) gets the schema's
+    defaults. Keys outside the schema (`calibration`, and `device`, `dtype`, `trust_remote_code`
+    for direct callers) keep their defaults here."""
+    cfg = entry_with_defaults(judge_cfg, "judge")
     backend = cfg.get("backend")
     model = cfg.get("model")
     if not model:
         raise ValueError("config key judge.model: required")
-    common = dict(max_new_tokens=int(cfg.get("max_new_tokens", 256)), retries=int(cfg.get("retries", 1)),
+    common = dict(max_new_tokens=int(cfg["max_new_tokens"]), retries=int(cfg["retries"]),
                   seed=seed, trust_remote_code=bool(cfg.get("trust_remote_code", False)),
                   dtype=cfg.get("dtype", "auto"))
     if backend == "transformers":
-        return TransformersJudge(model, batch_size=int(cfg.get("batch_size", 16)), device=cfg.get("device", "auto"), **common)
+        return TransformersJudge(model, batch_size=int(cfg["batch_size"]), device=cfg.get("device", "auto"), **common)
     if backend == "vllm":
         return VLLMJudge(model, engine=vllm_engine_kwargs(cfg), **common)
     if backend == "minilm":
+        # the section as given: without a batch_size the encoder keeps its own (MINILM_BATCH_SIZE)
         return MiniLMJudge(model, calibration=_calibration(cfg.get("calibration", DEFAULT_CALIBRATION)),
                            batch_size=minilm_batch_size(judge_cfg))
     raise ValueError(f"config key judge.backend: unknown backend {backend!r} (transformers | vllm | minilm)")
