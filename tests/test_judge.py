@@ -138,16 +138,16 @@ def test_load_judge_fills_schema_defaults_and_keeps_raw_dict_settings(monkeypatc
     monkeypatch.setattr(J, "TransformersJudge", spy("transformers"))
     monkeypatch.setattr(J, "MiniLMJudge", spy("minilm"))
     J.load_judge({"backend": "transformers", "model": "m"}, 3)
-    assert seen["transformers"] == ("m", dict(batch_size=16, device="auto", max_new_tokens=256, retries=1, seed=3,
-                                              trust_remote_code=False, dtype="auto"))
+    assert seen["transformers"] == ("m", {"batch_size": 16, "device": "auto", "max_new_tokens": 256, "retries": 1,
+                                          "seed": 3, "trust_remote_code": False, "dtype": "auto"})
     J.load_judge({"backend": "minilm", "model": "e", "calibration": {"t1": 0.1, "t2": 0.2}}, 0)
-    assert seen["minilm"] == ("e", dict(calibration={"t1": 0.1, "t2": 0.2}, batch_size=64))
+    assert seen["minilm"] == ("e", {"calibration": {"t1": 0.1, "t2": 0.2}, "batch_size": 64})
     full = {"backend": "transformers", "model": "m", "max_new_tokens": 8, "batch_size": 2, "retries": 0,
             "device": "cpu", "dtype": "float32", "trust_remote_code": True}
     seen.clear()
     J.load_judge(full, 0)
-    assert seen["transformers"][1] == dict(batch_size=2, device="cpu", max_new_tokens=8, retries=0, seed=0,
-                                           trust_remote_code=True, dtype="float32")
+    assert seen["transformers"][1] == {"batch_size": 2, "device": "cpu", "max_new_tokens": 8, "retries": 0, "seed": 0,
+                                       "trust_remote_code": True, "dtype": "float32"}
 
 
 @pytest.fixture(scope="module")
