@@ -149,7 +149,7 @@ rule judge_validity:
         judge=BON_JUDGE_CFG,
         seed=SEED,
         cache=BON_JUDGE_CACHE,
-        bootstrap=JUDGE.get("validity_bootstrap", 1000),  # judge.validity_bootstrap: this job only
+        bootstrap=JUDGE["validity_bootstrap"],  # judge.validity_bootstrap: this job only
     log:
         "logs/bon/judge_validity.log",
     benchmark:

