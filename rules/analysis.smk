@@ -61,7 +61,7 @@ rule correlations:
     log:
         "logs/analysis/correlations.log",
     benchmark:
-        "benchmarks_out/analysis/correlations.tsv"
+        "job_times/analysis/correlations.tsv"
     threads: 1
     resources:
         mem_mb=2000,
@@ -84,7 +84,7 @@ rule fig_accuracy:
     log:
         "logs/analysis/fig_accuracy.log",
     benchmark:
-        "benchmarks_out/analysis/fig_accuracy.tsv"
+        "job_times/analysis/fig_accuracy.tsv"
     threads: 1
     resources:
         mem_mb=1000,
@@ -107,7 +107,7 @@ rule fig_bon_curves:
     log:
         "logs/analysis/fig_bon_curves.log",
     benchmark:
-        "benchmarks_out/analysis/fig_bon_curves.tsv"
+        "job_times/analysis/fig_bon_curves.tsv"
     threads: 1
     resources:
         mem_mb=1000,
@@ -131,7 +131,7 @@ rule fig_scatter:
     log:
         "logs/analysis/fig_scatter.log",
     benchmark:
-        "benchmarks_out/analysis/fig_scatter.tsv"
+        "job_times/analysis/fig_scatter.tsv"
     threads: 1
     resources:
         mem_mb=1000,
@@ -154,7 +154,7 @@ rule fig_correlations:
     log:
         "logs/analysis/fig_correlations.log",
     benchmark:
-        "benchmarks_out/analysis/fig_correlations.tsv"
+        "job_times/analysis/fig_correlations.tsv"
     threads: 1
     resources:
         mem_mb=1000,
@@ -178,7 +178,7 @@ rule fig_training:
     log:
         "logs/analysis/fig_{method}_training.log",
     benchmark:
-        "benchmarks_out/analysis/fig_{method}_training.tsv"
+        "job_times/analysis/fig_{method}_training.tsv"
     wildcard_constraints:
         method="|".join(TRAINING) if TRAINING else "__none__",
     threads: 1

@@ -77,7 +77,7 @@ rule sample_bon:
     log:
         "logs/bon/{policy}/sample_{shard}.log",
     benchmark:
-        "benchmarks_out/bon/{policy}/sample_{shard}.tsv"
+        "job_times/bon/{policy}/sample_{shard}.tsv"
     threads: 1 if DEMO else 4
     resources:
         mem_mb=lambda wildcards: mem_mb_for(BON_POLICY_B[wildcards.policy]),
@@ -99,7 +99,7 @@ rule merge_samples:
     log:
         "logs/bon/{policy}/merge_samples.log",
     benchmark:
-        "benchmarks_out/bon/{policy}/merge_samples.tsv"
+        "job_times/bon/{policy}/merge_samples.tsv"
     threads: 1
     resources:
         mem_mb=2000,
@@ -125,7 +125,7 @@ if BON_MINILM:
         log:
             "logs/bon/calibrate_judge.log",
         benchmark:
-            "benchmarks_out/bon/calibrate_judge.tsv"
+            "job_times/bon/calibrate_judge.tsv"
         threads: 2
         resources:
             mem_mb=CPU_MEM_MB,
@@ -153,7 +153,7 @@ rule judge_validity:
     log:
         "logs/bon/judge_validity.log",
     benchmark:
-        "benchmarks_out/bon/judge_validity.tsv"
+        "job_times/bon/judge_validity.tsv"
     threads: 2
     resources:
         mem_mb=mem_mb_for(BON_JUDGE_B),
@@ -182,7 +182,7 @@ rule judge_bon:
     log:
         "logs/bon/{policy}/judge.log",
     benchmark:
-        "benchmarks_out/bon/{policy}/judge.tsv"
+        "job_times/bon/{policy}/judge.tsv"
     threads: 2
     resources:
         mem_mb=mem_mb_for(BON_JUDGE_B),
@@ -207,7 +207,7 @@ rule score_bon:
     log:
         "logs/bon/{policy}/score_{rm}.log",
     benchmark:
-        "benchmarks_out/bon/{policy}/score_{rm}.tsv"
+        "job_times/bon/{policy}/score_{rm}.tsv"
     threads: 2
     resources:
         mem_mb=rm_mem_mb,
@@ -235,7 +235,7 @@ rule bon_table:
     log:
         "logs/bon/bon_table.log",
     benchmark:
-        "benchmarks_out/bon/bon_table.tsv"
+        "job_times/bon/bon_table.tsv"
     threads: 1
     resources:
         mem_mb=2000,
@@ -256,7 +256,7 @@ rule bon_measures:
     log:
         "logs/bon/bon_measures.log",
     benchmark:
-        "benchmarks_out/bon/bon_measures.tsv"
+        "job_times/bon/bon_measures.tsv"
     threads: 1
     resources:
         mem_mb=2000,

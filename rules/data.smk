@@ -23,7 +23,7 @@ if DEMO:
         log:
             "logs/data/demo_world.log",
         benchmark:
-            "benchmarks_out/data/demo_world.tsv"
+            "job_times/data/demo_world.tsv"
         threads: 1
         resources:
             mem_mb=1000,
@@ -52,7 +52,7 @@ rule prepare_personalized:
     log:
         "logs/data/prepare_personalized.log",
     benchmark:
-        "benchmarks_out/data/prepare_personalized.tsv"
+        "job_times/data/prepare_personalized.tsv"
     threads: 2
     resources:
         mem_mb=CPU_MEM_MB if DEMO else max(CPU_MEM_MB, 32000),
@@ -76,7 +76,7 @@ rule prepare_baseline:
     log:
         "logs/data/prepare_baseline_{baseline}.log",
     benchmark:
-        "benchmarks_out/data/prepare_baseline_{baseline}.tsv"
+        "job_times/data/prepare_baseline_{baseline}.tsv"
     threads: 1
     resources:
         mem_mb=2000 if DEMO else 8000,

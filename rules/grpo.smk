@@ -35,7 +35,7 @@ rule train_grpo:
     log:
         "logs/grpo/{policy}/{rm}/train.log",
     benchmark:
-        "benchmarks_out/grpo/{policy}/{rm}/train.tsv"
+        "job_times/grpo/{policy}/{rm}/train.tsv"
     threads: 1 if DEMO else 8
     resources:
         # host memory: the policy trained (+ its reference copy when beta > 0) and the RM loaded
@@ -61,7 +61,7 @@ rule grpo_table:
     log:
         "logs/grpo/grpo_table.log",
     benchmark:
-        "benchmarks_out/grpo/grpo_table.tsv"
+        "job_times/grpo/grpo_table.tsv"
     threads: 1
     resources:
         mem_mb=2000,

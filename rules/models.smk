@@ -25,7 +25,7 @@ rule train_demo_rm:
     log:
         "logs/models/train_demo_rm_{rm}.log",
     benchmark:
-        "benchmarks_out/models/train_demo_rm_{rm}.tsv"
+        "job_times/models/train_demo_rm_{rm}.tsv"
     threads: 2
     priority: 10  # a hint: when both are ready, train models before downstream jobs
     resources:

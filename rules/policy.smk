@@ -18,7 +18,7 @@ rule train_demo_policy:
     log:
         "logs/models/train_demo_policy_{policy}.log",
     benchmark:
-        "benchmarks_out/models/train_demo_policy_{policy}.tsv"
+        "job_times/models/train_demo_policy_{policy}.tsv"
     threads: 2
     priority: 10  # a hint: when both are ready, train models before downstream jobs
     resources:

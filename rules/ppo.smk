@@ -77,7 +77,7 @@ rule ppo_base_answers:
     log:
         "logs/ppo/{policy}/base_answers.log",
     benchmark:
-        "benchmarks_out/ppo/{policy}/base_answers.tsv"
+        "job_times/ppo/{policy}/base_answers.tsv"
     threads: 1 if DEMO else 4
     resources:
         mem_mb=lambda wc: mem_mb_for(PPO_POLICY_B[wc.policy]),
@@ -109,7 +109,7 @@ rule train_ppo:
     log:
         "logs/ppo/{policy}/{rm}/train.log",
     benchmark:
-        "benchmarks_out/ppo/{policy}/{rm}/train.tsv"
+        "job_times/ppo/{policy}/{rm}/train.tsv"
     threads: 1 if DEMO else 8
     resources:
         # host memory: policy + critic trained, reference policy and RM loaded
@@ -143,7 +143,7 @@ rule eval_ppo:
     log:
         "logs/{method}/{policy}/{rm}/eval.log",
     benchmark:
-        "benchmarks_out/{method}/{policy}/{rm}/eval.tsv"
+        "job_times/{method}/{policy}/{rm}/eval.tsv"
     wildcard_constraints:
         method="|".join(TRAINED_METHODS) if TRAINED_METHODS else "__none__",
     threads: 1 if DEMO else 4
@@ -169,7 +169,7 @@ rule ppo_table:
     log:
         "logs/ppo/ppo_table.log",
     benchmark:
-        "benchmarks_out/ppo/ppo_table.tsv"
+        "job_times/ppo/ppo_table.tsv"
     threads: 1
     resources:
         mem_mb=2000,
@@ -190,7 +190,7 @@ rule judged_measures:
     log:
         "logs/{method}/measures.log",
     benchmark:
-        "benchmarks_out/{method}/measures.tsv"
+        "job_times/{method}/measures.tsv"
     wildcard_constraints:
         method="|".join(TRAINED_METHODS) if TRAINED_METHODS else "__none__",
     threads: 1

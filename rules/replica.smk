@@ -23,7 +23,7 @@ rule replica_data:
     log:
         "logs/replica/data.log",
     benchmark:
-        "benchmarks_out/replica/data.tsv"
+        "job_times/replica/data.tsv"
     threads: 1
     resources:
         mem_mb=1000,
@@ -45,7 +45,7 @@ rule replica_model:
     log:
         "logs/replica/model_{replica}.log",
     benchmark:
-        "benchmarks_out/replica/model_{replica}.tsv"
+        "job_times/replica/model_{replica}.tsv"
     threads: 1
     priority: 20
     resources:

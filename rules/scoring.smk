@@ -19,7 +19,7 @@ rule score_benchmark:
     log:
         "logs/scoring/{rm}/{bench}.log",
     benchmark:
-        "benchmarks_out/scoring/{rm}/{bench}.tsv"
+        "job_times/scoring/{rm}/{bench}.tsv"
     threads: 2
     resources:
         mem_mb=rm_mem_mb,
@@ -44,7 +44,7 @@ rule accuracy_table:
     log:
         "logs/scoring/accuracy_table.log",
     benchmark:
-        "benchmarks_out/scoring/accuracy_table.tsv"
+        "job_times/scoring/accuracy_table.tsv"
     threads: 1
     resources:
         mem_mb=1000,

@@ -1,7 +1,7 @@
 """Synthetic inputs of the analysis stage, written in the exact file formats of the other stages
 (docs/DESIGN.md and the cross-team contracts), so the correlation and figure code can be tested
 without running the pipeline. Used by tests/test_correlation.py, tests/test_figures.py and
-benchmarks/correlation_speed.py.
+perf/correlation_speed.py.
 """
 from __future__ import annotations
 

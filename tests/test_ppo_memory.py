@@ -27,7 +27,7 @@ GPU_RUNS = REPO / "benchmarks" / "gpu_runs"
 
 
 def test_plan_covers_the_h100_measurements_within_15_percent():
-    """The plan for the exact runs measured on an H100 (benchmarks/ppo_memory_gpu.py) is at or above
+    """The plan for the exact runs measured on an H100 (perf/ppo_memory_gpu.py) is at or above
     the measured reserved peak, by at most 15%; for runs with trl's own score lifetime (one stale
     copy alive during training) the same holds once that copy is added."""
     import json
@@ -95,12 +95,12 @@ def test_paper_config_fits_on_requested_gpus_and_refuses_one():
 
 
 def test_benchmark_script_last_line_and_refusal():
-    out = subprocess.run([sys.executable, "benchmarks/ppo_memory.py"], cwd=REPO, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "perf/ppo_memory.py"], cwd=REPO, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     last = out.stdout.strip().splitlines()[-1]
     m = re.fullmatch(r"peak per GPU: ([\d.]+) GB on (\d+) GPUs \(limit (\d+) GB\)", last)
     assert m and float(m.group(1)) <= float(m.group(3))
-    bad = subprocess.run([sys.executable, "benchmarks/ppo_memory.py", "--gpus", "1"], cwd=REPO, capture_output=True,
+    bad = subprocess.run([sys.executable, "perf/ppo_memory.py", "--gpus", "1"], cwd=REPO, capture_output=True,
                          text=True)
     assert bad.returncode == 1 and "ppo.per_device_batch_size" in bad.stderr
     assert bad.stdout.strip().splitlines()[-1].endswith("on 1 GPUs (limit 80 GB)")

@@ -44,7 +44,7 @@ def length_bucketed_batches(lengths: Sequence[int], max_tokens_per_batch: int,
 
 
 def fixed_size_batches(n: int, batch_size: int) -> list[list[int]]:
-    """The naive way: consecutive items in dataset order (the baseline of benchmarks/bench_scoring.py)."""
+    """The naive way: consecutive items in dataset order (the baseline of perf/bench_scoring.py)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     return [list(range(s, min(s + batch_size, n))) for s in range(0, n, batch_size)]

@@ -2,7 +2,7 @@
 
 The estimate follows what trl 1.12's experimental PPOTrainer holds on a training process's GPU,
 with the rollout scores released as read (`prbench.ppo_rollout`), calibrated on an H100
-(`benchmarks/ppo_memory_gpu.py`, runs in benchmarks/gpu_runs/, numbers in benchmarks/README.md):
+(`perf/ppo_memory_gpu.py`, runs in perf/gpu_runs/, numbers in perf/README.md):
 
 * weights: policy and critic in float32 with float32 gradients and two AdamW moments
   (16 bytes per parameter each; every process holds full copies: plain DDP, no ZeRO), the
@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 GB = 1e9
-# Calibrated on an NVIDIA H100 (benchmarks/ppo_memory_gpu.py; benchmarks/README.md): Qwen2.5-0.5B
+# Calibrated on an NVIDIA H100 (perf/ppo_memory_gpu.py; perf/README.md): Qwen2.5-0.5B
 # shape, micro-batch 4, prompts of 2,039-4,092 tokens + 512 response tokens; Llama-3.1-8B RM at
 # 2,560 and 8,704 tokens per row.
 TRAIN_LOGIT_BYTES = 13.0     # per micro-batch token x vocab entry, whole sequence (measured 12.5)
@@ -204,7 +204,7 @@ def refusal(p: Plan) -> str:
     return (f"PPO does not fit: peak {p.peak_gb:.1f} GB per GPU on {p.gpus} GPU(s) > resources.gpu_mem_gb "
             f"{p.limit_gb:g} (largest parts: "
             + ", ".join(f"{k} {v:.1f} GB" for k, v in sorted(p.parts_gb.items(), key=lambda kv: -kv[1])[:3])
-            + "). Change config keys " + ", ".join(TUNING_KEYS) + " (see benchmarks/ppo_memory.py).")
+            + "). Change config keys " + ", ".join(TUNING_KEYS) + " (see perf/ppo_memory.py).")
 
 
 def check_plan(p: Plan) -> Plan:

@@ -6,7 +6,7 @@ tensor (two copies at the peak), the training loop keeps that tensor alive throu
 and the next step's generation builds its new scores while the old ones are still referenced. On
 the paper's layout (local batch 64, response length 512, vocab 151,936) each copy is 19.9 GB, so
 up to three copies (60 GB) sit on a training GPU (measured on an H100 with
-`benchmarks/ppo_memory_gpu.py`, see benchmarks/README.md).
+`perf/ppo_memory_gpu.py`, see perf/README.md).
 
 `releasing_batch_generation` is a drop-in replacement for trl's `batch_generation`: the same
 generation calls (trl's own `generate`, one per rollout chunk, in the same order, so the same

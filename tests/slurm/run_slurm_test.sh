@@ -156,7 +156,7 @@ fi
 copy_repo() {  # a scratch copy: results/, logs and caches of the live tree never leak in
     mkdir -p "$1"
     (cd "$REPO" && tar -cf - --exclude=./.git --exclude=./.venv --exclude=./results --exclude=./logs \
-        --exclude=./benchmarks_out --exclude=./.snakemake --exclude='*/__pycache__' \
+        --exclude=./job_times --exclude=./.snakemake --exclude='*/__pycache__' \
         --exclude=./.pytest_cache .) | tar -xf - -C "$1"
 }
 compare_outputs() {  # compare_outputs DIR LABEL: every output file under results/ equals the reference
