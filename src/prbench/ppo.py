@@ -95,29 +95,10 @@ def load_policy_model(path: str, trust_remote_code: bool = False, device: str = 
     """(model, tokenizer) via `prbench.policy.load_policy` (left padding, pad token, chat template).
 
     Models PPO trains are loaded with dtype="float32" (bf16 autocast on GPU): AdamW steps of
-    lr 5e-7 vanish in bf16 weights. Falls back to a plain from_pretrained load while
-    `prbench.policy` is not installed."""
-    try:
-        from .policy import load_policy
-    except ImportError:
-        load_policy = _plain_load_policy
+    lr 5e-7 vanish in bf16 weights."""
+    from .policy import load_policy
+
     return load_policy(str(path), device=device, trust_remote_code=trust_remote_code, dtype=dtype)
-
-
-def _plain_load_policy(path: str, device: str = "auto", trust_remote_code: bool = False, dtype: str = "auto"):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from .models import auto_device, auto_dtype
-
-    log.warning("prbench.policy not available: loading %s with AutoModelForCausalLM", path)
-    dev = auto_device(device)
-    tok = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-    tok.padding_side = "left"
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path, trust_remote_code=trust_remote_code, use_safetensors=True,
-                                                 dtype=auto_dtype(dtype, dev)).to(dev)
-    return model, tok
 
 
 def load_value_model(path: str, pad_token_id: int, trust_remote_code: bool = False):
