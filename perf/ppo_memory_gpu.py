@@ -84,9 +84,11 @@ def measure_training(prompt_tokens: int, work: Path, release: bool = True, overr
     import prbench.ppo as ppo_mod
     import prbench.ppo_rollout as rollout_mod
     from prbench.io import write_jsonl
-    from prbench.ppo import cap_prompt_rows, render_policy_prompt, tokenize_prompt, train_ppo
+    from prbench.policy_prompts import cap_prompt_rows
+    from prbench.ppo import train_ppo
     from prbench.ppo_memory import model_shape, plan
     from prbench.ppo_rollout import releasing_rollout_scores
+    from prbench.reward_adapter import render_policy_prompt, tokenize_prompt
     from prbench.rms.length import LengthRM
 
     policy = work / "policy"

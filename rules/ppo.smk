@@ -39,7 +39,7 @@ PPO_RM_SPEC = canon(PPO_RM_SPEC)
 PPO_JUDGE_CFG = without_resource_keys(
     dict(JUDGE, **({"calibration": PPO_JUDGE_CALIBRATION} if JUDGE["backend"] == "minilm" else {}))
 )
-# Each job gets the ppo keys it reads (prbench.ppo.TRAIN_PARAM_KEYS / EVAL_KEYS): editing an
+# Each job gets the ppo keys it reads (PPO_TRAIN / PPO_EVAL below): editing an
 # evaluation or table setting does not retrain, editing ppo.bootstrap reruns only the table.
 PPO_TRAIN = pick(PPO, ["actor_lr", "critic_lr", "batch_size", "mini_batch_size", "ppo_epochs", "total_episodes",
                        "response_length", "temperature", "kl_coef", "nan_reward", "save_steps",

@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 
 from ppo_tiny import make_policy_dir, make_prompt_rows
 from prbench.io import read_json, write_jsonl
-from prbench.ppo import list_checkpoints
+from prbench.ppo_checkpoint import list_checkpoints
 from prbench.ppo_launch import launch_command, run_ppo_job
 
 # global batch 8 = 2 processes x 4 rollouts; mini-batch 4 = 2 processes x micro-batch 1 x accumulation 2

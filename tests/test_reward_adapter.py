@@ -169,11 +169,11 @@ def test_reward_scale_multiplies_scores_not_nan_reward(tiny):
 
 def test_pairwise_rm_reward_compares_each_rollout_with_its_prompts_base_answer(tiny, monkeypatch):
     """PPO with a generative pairwise RM: the base policy's greedy answers to the train prompts
-    (prbench.ppo.base_reference_answers, as train_ppo builds them) are the reference each rollout is
+    (prbench.policy_prompts.base_reference_answers, as train_ppo builds them) are the reference each rollout is
     compared with, through trl's reward call path and the adapter."""
     from trl.experimental.utils import get_reward
 
-    from prbench.ppo import base_reference_answers
+    from prbench.policy_prompts import base_reference_answers
     from prbench.rms.base import CompareOutput
     from prbench.rms.generative import GenerativePairwiseRM
 

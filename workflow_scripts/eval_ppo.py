@@ -3,7 +3,7 @@ questions; the cached judge scores them and the base policy's answers (rule eval
 import torch
 
 from prbench.log import setup_logging
-from prbench.ppo import eval_ppo
+from prbench.policy_eval import eval_ppo
 from prbench.prompts import configure as configure_prompts
 
 configure_prompts(snakemake.params.prompts)

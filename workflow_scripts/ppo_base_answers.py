@@ -2,7 +2,7 @@
 import torch
 
 from prbench.log import setup_logging
-from prbench.ppo import write_base_answers
+from prbench.policy_eval import write_base_answers
 from prbench.prompts import configure as configure_prompts
 
 configure_prompts(snakemake.params.prompts)

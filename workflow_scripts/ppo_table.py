@@ -1,6 +1,6 @@
 """Snakemake entry point (rules ppo_table, grpo_table): results/tables/{ppo,grpo}.csv from every\nrun's eval_judged.jsonl."""
 from prbench.log import setup_logging
-from prbench.ppo import write_ppo_table
+from prbench.policy_eval import write_ppo_table
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(sm.log[0])

@@ -18,7 +18,8 @@ jointly: the same resampled question ids drive the personalized accuracies and e
 mean, so their dependence is kept. Each baseline's questions are resampled independently (their
 replicates are paired with the personalized ones by index only). All coefficients
 (`prbench.rankmetrics`) are recomputed on every replicate; percentile CIs at `ci`; permutation
-p-values for Spearman and Kendall shuffle the downstream values across RMs.
+p-values for Spearman and Kendall shuffle the downstream values across RMs. The markdown summary
+(best benchmark per downstream measure) is written by `prbench.correlation_summary`.
 """
 from __future__ import annotations
 
@@ -32,9 +33,11 @@ import numpy as np
 import pandas as pd
 
 from . import downstream, rankmetrics
+from .correlation_summary import summarize
 from .downstream import SCORED_MEASURE, read_measures
 from .io import iter_jsonl, write_csv
 from .seeding import stable_seed
+from .stats import percentile_interval
 
 log = logging.getLogger("prbench.correlation")
 
@@ -307,14 +310,6 @@ def evaluate_scores(col: Collected, n_boot: int, seed: int) -> tuple[list[Evalua
     return [ev(s) for s in col.benchmarks], [ev(s) for s in col.downstream]
 
 
-def _quantiles(boot: np.ndarray, ci: float) -> tuple[float, float, int]:
-    ok = boot[np.isfinite(boot)]
-    if len(ok) < 2:
-        return float("nan"), float("nan"), int(len(ok))
-    alpha = (1.0 - ci) / 2.0
-    return float(np.quantile(ok, alpha)), float(np.quantile(ok, 1.0 - alpha)), int(len(ok))
-
-
 @dataclass
 class Result:
     table: pd.DataFrame
@@ -365,7 +360,7 @@ def correlate(
                     reps = fn(xb, yb) if n_boot > 0 else np.empty(0)
                 else:
                     value, reps = float("nan"), np.full(n_boot, np.nan)
-                lo, hi, n_ok = _quantiles(reps, ci)
+                lo, hi, n_ok = percentile_interval(reps, ci)
                 p = float("nan")
                 if name in PERMUTED and n_rms >= 3:
                     p = rankmetrics.permutation_pvalue(
@@ -380,7 +375,7 @@ def correlate(
     for kind, group in (("benchmark", bench), ("downstream", down)):
         for e in group:
             for r, rm in enumerate(col.rms):
-                lo, hi, _ = _quantiles(e.boot[:, r], ci)
+                lo, hi, _ = percentile_interval(e.boot[:, r], ci)
                 inputs.append({"rm": rm, "kind": kind, **e.score.key, "value": e.point[r],
                                "ci_low": lo, "ci_high": hi})
     inputs = pd.DataFrame(inputs, columns=["rm", "kind", "benchmark", "level", "group", "policy", "downstream",
@@ -389,101 +384,6 @@ def correlate(
     summary = summarize(table, boots, ci, col.notes, n_boot=n_boot, n_perm=n_perm, rbo_p=rbo_p, rbo_ties=rbo_ties,
                         undefined=undefined)
     return Result(table, inputs, boots, summary)
-
-
-def _fmt(v: float) -> str:
-    return "nan" if not np.isfinite(v) else f"{v:+.2f}"
-
-
-def _measure_label(row) -> str:
-    return downstream.measure_label(row["downstream"], row["estimator"], row["measure"], row["k"])
-
-
-def summarize(table: pd.DataFrame, boots: dict, ci: float, notes=(), **settings) -> str:
-    """Markdown: per downstream measure, the benchmark (headline level) that correlates best."""
-    pct = int(round(ci * 100))
-    undefined = settings.get("undefined") or {}
-    lines = [
-        "# Which benchmark predicts downstream quality?",
-        "",
-        f"Rank correlation across RMs between each benchmark's headline score (the personalized "
-        f"benchmark's overall accuracy; a baseline's official score when it has one, else its overall "
-        f"accuracy) and each downstream measure.",
-        "",
-        f"- **What the {pct}% CIs cover**: question sampling only. Each of the {settings.get('n_boot')} "
-        "bootstrap replicates resamples the benchmark prompts and downstream questions (within subsets; "
-        "personalized questions jointly with the downstream scores, each baseline independently) and "
-        "recomputes every coefficient on the same RMs. The set of RMs is fixed: the CIs say nothing about "
-        "how the ranking would change with other reward models.",
-        f"- **What `p` asks**: the permutation p-value ({settings.get('n_perm')} permutations, exact when "
-        "n! is smaller) tests whether the RM ranking by the benchmark agrees with the RM ranking by the "
-        "downstream measure beyond chance, shuffling the downstream values across the `n RMs` listed. "
-        "It is about these n RMs only and is independent of the CIs: a lead whose diff CI excludes 0 can "
-        "come with a large p, and vice versa.",
-        "- **CIs disjoint / diff CI**: whether the best benchmark's CI lies above the runner-up's, and the "
-        "bootstrap CI of their difference; both are about question sampling only (see above), not "
-        "evidence that the benchmark predicts downstream quality for other RMs.",
-        f"- Values equal to 12 significant digits are ties. When one side is constant across the RMs, "
-        "every coefficient is undefined (nan) and no benchmark is named best.",
-        f"- RBO: extrapolated, p={settings.get('rbo_p')}, ties='{settings.get('rbo_ties')}'.",
-        "",
-    ]
-    head = _headline(table)
-    benches = list(dict.fromkeys(head["benchmark"]))
-    if len(benches) < 2:
-        lines.append(f"Only one benchmark ({', '.join(benches) or 'none'}) is configured; nothing to compare.")
-        lines.append("")
-    for coef in ("spearman", "kendall_tau_b"):
-        lines += [f"## {coef}", "",
-                  "| downstream | n RMs | best | value [CI] | p | runner-up | value [CI] | CIs disjoint | diff CI |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        sub = head[head["coefficient"] == coef]
-        for _, grp in sub.groupby(["policy", "downstream", "estimator", "measure", "k"], sort=False, dropna=False):
-            grp = grp.sort_values("value", ascending=False, na_position="last")
-            best = grp.iloc[0]
-            label = _measure_label(best)
-            dk = (best["policy"], best["downstream"], best["estimator"], best["measure"],
-                  None if pd.isna(best["k"]) else int(best["k"]))
-            if not np.isfinite(best["value"]):
-                reasons = sorted({undefined.get(((r["benchmark"], r["level"], r["group"]), dk), "undefined")
-                                  for _, r in grp.iterrows()})
-                lines.append(f"| {label} | {best['n_rms']} | none: undefined ({'; '.join(reasons)}) "
-                             "| nan | nan | - | - | - | - |")
-                continue
-            cell = f"{_fmt(best['value'])} [{_fmt(best['ci_low'])}, {_fmt(best['ci_high'])}]"
-            p = "nan" if pd.isna(best["p_perm"]) else f"{best['p_perm']:.3f}"
-            if len(grp) < 2:
-                lines.append(f"| {label} | {best['n_rms']} | {best['benchmark']} | {cell} | {p} | - | - | - | - |")
-                continue
-            second = grp.iloc[1]
-            name2 = second["benchmark"]
-            if not np.isfinite(second["value"]):
-                why = undefined.get(((second["benchmark"], second["level"], second["group"]), dk), "undefined")
-                name2 = f"{second['benchmark']} (undefined: {why})"
-            elif second["value"] == best["value"]:
-                name2 = f"{second['benchmark']} (tied)"
-            cell2 = f"{_fmt(second['value'])} [{_fmt(second['ci_low'])}, {_fmt(second['ci_high'])}]"
-            separated = bool(best["ci_low"] > second["ci_high"]) if np.isfinite(best["ci_low"]) and np.isfinite(
-                second["ci_high"]) else False
-            b1 = boots.get(((best["benchmark"], best["level"], best["group"]), dk, coef))
-            b2 = boots.get(((second["benchmark"], second["level"], second["group"]), dk, coef))
-            diff = "-"
-            if b1 is not None and b2 is not None and len(b1):
-                lo, hi, _ = _quantiles(b1 - b2, ci)
-                diff = f"[{_fmt(lo)}, {_fmt(hi)}]" + (" excl. 0" if lo > 0 or hi < 0 else "")
-            lines.append(f"| {label} | {best['n_rms']} | {best['benchmark']} | {cell} | {p} | "
-                         f"{name2} | {cell2} | {'yes' if separated else 'no'} | {diff} |")
-        lines.append("")
-    if notes:
-        lines += ["## Data notes", ""] + [f"- {n}" for n in notes] + [""]
-    return "\n".join(lines)
-
-
-def _headline(table: pd.DataFrame) -> pd.DataFrame:
-    """Each benchmark's headline rows: level `official` where present, else `overall`."""
-    has_official = set(table.loc[table["level"] == "official", "benchmark"])
-    pick = (table["level"] == "official") | ((table["level"] == "overall") & ~table["benchmark"].isin(has_official))
-    return table[pick]
 
 
 def run_correlations(

@@ -307,11 +307,3 @@ def plot_training(train_logs, png, pdf, smooth: int = 1, label: str = "PPO") -> 
     fig.tight_layout()
     _save(fig, png, pdf)
 
-
-FIGURES = {
-    "accuracy": plot_accuracy,
-    "bon_curves": plot_bon_curves,
-    "scatter": plot_scatter,
-    "correlations": plot_correlations,
-    "training": plot_training,
-}

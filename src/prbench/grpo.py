@@ -35,7 +35,9 @@ import torch
 
 from .generation import neutral_fields, neutralize
 from .io import write_csv
-from .ppo import base_reference_answers, cap_prompt_rows, load_policy_model, load_prompt_rows, load_rm
+from .policy import load_policy_model
+from .policy_prompts import base_reference_answers, cap_prompt_rows, load_prompt_rows
+from .ppo import load_rm
 from .prompts import ScoreRequest
 from .reward_adapter import PromptIndex, RewardAdapter, render_policy_prompt
 from .seeding import seed_everything, stable_seed

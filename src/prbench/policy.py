@@ -41,6 +41,14 @@ def load_policy(path: str, device: str = "auto", trust_remote_code: bool = False
     return model, tok
 
 
+def load_policy_model(path: str, trust_remote_code: bool = False, device: str = "auto", dtype: str = "auto"):
+    """`load_policy` with the argument order of the trained-policy stages (PPO, GRPO, evaluation).
+
+    Models PPO and GRPO train are loaded with dtype="float32" (bf16 autocast on GPU): AdamW steps of
+    lr 5e-7 vanish in bf16 weights."""
+    return load_policy(str(path), device=device, trust_remote_code=trust_remote_code, dtype=dtype)
+
+
 def prepare_tokenizer(tok):
     if tok.pad_token is None:
         if tok.eos_token is None:

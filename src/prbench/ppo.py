@@ -1,10 +1,11 @@
-"""PPO downstream stage: train one policy per reward model with trl, judge it against the base.
+"""PPO downstream stage: train one policy per reward model with trl.
 
 Training (`train_ppo`) uses trl 1.12's `trl.experimental.ppo.PPOTrainer` (PPO exists only in trl
 1.10-1.12, hence the pin). The reward model is any `prbench.rms` RewardModel behind
 `prbench.reward_adapter.RewardAdapter`; the value model is the policy with a fresh scalar head
 (`AutoModelForSequenceClassification`, num_labels=1); the reference model is the untrained policy.
-Actor and critic get their own learning rates (two AdamW parameter groups).
+Actor and critic get their own learning rates (two AdamW parameter groups). The trained policy is
+judged against the base policy by `prbench.policy_eval` (shared with GRPO).
 
 Mapping of config `ppo:` to trl: `batch_size` rollouts per PPO step, split into
 `batch_size / mini_batch_size` mini-batches, each one optimizer update
@@ -12,114 +13,54 @@ Mapping of config `ppo:` to trl: `batch_size` rollouts per PPO step, split into
 `ppo_epochs` passes over each batch, `total_episodes` rollouts in all (null = one pass over the
 training prompts), stop at the tokenizer's EOS.
 
-Checkpoints and resume (trl's experimental PPOTrainer has no resume_from_checkpoint): every
-`save_steps` steps, and after the last one, the callback below atomically writes
-`checkpoints/step-NNNNNN/` with the policy and value model (save_pretrained), optimizer and LR
-scheduler state, the Python/NumPy/torch RNG states, the step/episode counters, the training log
-so far and a fingerprint of the run settings. A new run with the same fingerprint resumes from
-the newest checkpoint: it reloads the weights (the reference model stays the base policy),
-optimizer, scheduler and RNG states, sets trl's step/episode counters in `on_train_begin`, shortens
-the loop to the remaining steps and skips the prompt batches already used (prompt batches come
-from a seeded, restartable order instead of trl's shuffled DataLoader). An uninterrupted run and
-an interrupted + resumed run therefore produce the same log and weights (tests/test_ppo_resume.py).
-A checkpoint with another fingerprint (changed config/prompts/model) is discarded.
+Checkpoints and resume (trl's experimental PPOTrainer has no resume_from_checkpoint;
+`prbench.ppo_checkpoint`): every `save_steps` steps, and after the last one, the callback below
+atomically writes `checkpoints/step-NNNNNN/` with the policy and value model (save_pretrained),
+optimizer and LR scheduler state, the Python/NumPy/torch RNG states, the step/episode counters,
+the training log so far and a fingerprint of the run settings. A new run with the same
+fingerprint resumes from the newest checkpoint: it reloads the weights (the reference model stays
+the base policy), optimizer, scheduler and RNG states, sets trl's step/episode counters in
+`on_train_begin`, shortens the loop to the remaining steps and skips the prompt batches already
+used (prompt batches come from a seeded, restartable order instead of trl's shuffled DataLoader).
+An uninterrupted run and an interrupted + resumed run therefore produce the same log and weights
+(tests/test_ppo_resume.py). A checkpoint with another fingerprint (changed config/prompts/model)
+is discarded.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import math
 import os
-import random
 import shutil
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 
-from .generation import neutralize, sampling_settings
+from .generation import neutralize
 from .io import read_json, read_jsonl, write_csv, write_json, write_jsonl
+from .policy import load_policy_model
+from .policy_prompts import base_reference_answers, cap_prompt_rows, load_prompt_rows, render_key
+from .ppo_checkpoint import (CKPT_PREFIX, PromptBatches, fingerprint, latest_checkpoint, list_checkpoints, rng_state,
+                             set_rng_state)
 from .ppo_rollout import releasing_rollout_scores
-from .prompts import policy_messages, render_chat
-from .reward_adapter import PromptIndex, RewardAdapter, render_policy_prompt, tokenize_prompt
+from .reward_adapter import PromptIndex, RewardAdapter
 from .seeding import seed_everything, stable_seed
-from .stats import bootstrap_ci
 
 log = logging.getLogger("prbench.ppo")
 
-PROMPT_FIELDS = ("question_id", "subset", "question", "profile")
 # Settings that change what a run computes (part of the checkpoint fingerprint).
 TRAIN_KEYS = ("actor_lr", "critic_lr", "batch_size", "mini_batch_size", "ppo_epochs", "total_episodes",
               "response_length", "temperature", "kl_coef", "nan_reward", "per_device_batch_size",
               "local_rollout_forward_batch_size", "gradient_checkpointing", "max_prompt_tokens", "world_size",
               "reward_scale")
-CKPT_PREFIX = "step-"
-
-
-# ---------------------------------------------------------------------------------------------
-# prompts
-# ---------------------------------------------------------------------------------------------
-def load_prompt_rows(path: str | os.PathLike) -> list[dict]:
-    rows = read_jsonl(path)
-    if not rows:
-        raise ValueError(f"{path}: no prompt rows")
-    for i, row in enumerate(rows, 1):
-        missing = [k for k in PROMPT_FIELDS if k not in row]
-        if missing:
-            raise ValueError(f"{path}:{i}: prompt row lacks field(s) {missing}")
-        if not isinstance(row["profile"], list):
-            raise ValueError(f"{path}:{i}: field 'profile' must be a list of post texts")
-    return rows
-
-
-def select_eval_prompts(rows: Sequence[dict], per_subset: int | None) -> list[dict]:
-    """The first `per_subset` prompts of each subset, in file order (all when None)."""
-    if per_subset is None:
-        return list(rows)
-    seen: dict[str, int] = {}
-    out = []
-    for row in rows:
-        if seen.get(row["subset"], 0) < per_subset:
-            seen[row["subset"]] = seen.get(row["subset"], 0) + 1
-            out.append(row)
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
 # models
 # ---------------------------------------------------------------------------------------------
-def load_policy_model(path: str, trust_remote_code: bool = False, device: str = "auto", dtype: str = "auto"):
-    """(model, tokenizer) via `prbench.policy.load_policy` (left padding, pad token, chat template).
-
-    Models PPO trains are loaded with dtype="float32" (bf16 autocast on GPU): AdamW steps of
-    lr 5e-7 vanish in bf16 weights. Falls back to a plain from_pretrained load while
-    `prbench.policy` is not installed."""
-    try:
-        from .policy import load_policy
-    except ImportError:
-        load_policy = _plain_load_policy
-    return load_policy(str(path), device=device, trust_remote_code=trust_remote_code, dtype=dtype)
-
-
-def _plain_load_policy(path: str, device: str = "auto", trust_remote_code: bool = False, dtype: str = "auto"):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from .models import auto_device, auto_dtype
-
-    log.warning("prbench.policy not available: loading %s with AutoModelForCausalLM", path)
-    dev = auto_device(device)
-    tok = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-    tok.padding_side = "left"
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path, trust_remote_code=trust_remote_code, use_safetensors=True,
-                                                 dtype=auto_dtype(dtype, dev)).to(dev)
-    return model, tok
-
-
 def load_value_model(path: str, pad_token_id: int, trust_remote_code: bool = False):
     """The critic: the policy's backbone with a fresh scalar head (or a saved critic folder), fp32."""
     from transformers import AutoModelForSequenceClassification
@@ -187,121 +128,9 @@ def resolve_settings(ppo_cfg: dict, n_prompts: int, n_procs: int | None = None) 
     return s
 
 
-def cap_prompt_rows(rows: Sequence[dict], tok, max_tokens: int | None) -> tuple[list[dict], dict]:
-    """Rows whose rendered policy prompt fits `max_tokens`: profile posts are dropped from the end
-    of the list first (the lowest-ranked: `profile` lists the retrieved posts best first).
-    Returns the rows and the counts (prompts capped, posts dropped). A prompt that does not fit even
-    without profile posts is an error naming ppo.max_prompt_tokens."""
-    stats = {"prompts_capped": 0, "posts_dropped": 0}
-    if max_tokens is None:
-        return list(rows), stats
-    out = []
-    for row in rows:
-        profile = list(row.get("profile", []))
-        n0 = len(profile)
-        while len(tokenize_prompt(tok, render_policy_prompt(tok, {**row, "profile": profile}))) > max_tokens:
-            if not profile:
-                raise ValueError(f"config key ppo.max_prompt_tokens: {max_tokens} tokens do not hold the question "
-                                 f"of prompt {row['question_id']} even without profile posts")
-            profile.pop()
-        if len(profile) < n0:
-            stats["prompts_capped"] += 1
-            stats["posts_dropped"] += n0 - len(profile)
-            row = {**row, "profile": profile}
-        out.append(row)
-    return out, stats
-
-
-def fingerprint(*parts) -> str:
-    blob = json.dumps(parts, sort_keys=True, default=str).encode("utf-8")
-    return hashlib.sha256(blob).hexdigest()[:16]
-
-
 # ---------------------------------------------------------------------------------------------
-# deterministic, restartable prompt batches
+# training
 # ---------------------------------------------------------------------------------------------
-class PromptBatches:
-    """Infinite stream of collated prompt batches in a seeded per-epoch order.
-
-    Batch g is batch g % per_epoch of epoch g // per_epoch (incomplete last batch dropped, as
-    trl does). Iteration starts at batch `start`, so a resumed run skips exactly the batches
-    the interrupted run already used. No global RNG is touched. With `world` processes, process
-    `rank` gets its contiguous slice of each global batch (batch_size / world prompts).
-    """
-
-    def __init__(self, dataset, batch_size: int, collate: Callable, seed: int, start: int = 0,
-                 rank: int = 0, world: int = 1):
-        self.dataset, self.batch_size, self.collate, self.seed, self.start = dataset, batch_size, collate, seed, start
-        self.rank, self.world = rank, world
-        if batch_size % world:
-            raise ValueError(f"ppo.batch_size {batch_size} is not divisible by the {world} training processes")
-        self.local = batch_size // world
-        self.per_epoch = len(dataset) // batch_size
-        if self.per_epoch < 1:
-            raise ValueError(f"ppo.batch_size {batch_size} is larger than the {len(dataset)} training prompts")
-
-    def order(self, epoch: int) -> np.ndarray:
-        return np.random.default_rng(stable_seed(self.seed, "ppo-prompt-order", epoch)).permutation(len(self.dataset))
-
-    def batch_indices(self, g: int) -> list[int]:
-        epoch, pos = divmod(g, self.per_epoch)
-        return [int(i) for i in self.order(epoch)[pos * self.batch_size:(pos + 1) * self.batch_size]]
-
-    def __iter__(self):
-        g = self.start
-        lo = self.rank * self.local
-        while True:
-            yield self.collate([self.dataset[i] for i in self.batch_indices(g)[lo:lo + self.local]])
-            g += 1
-
-    def __len__(self) -> int:
-        return self.per_epoch
-
-
-# ---------------------------------------------------------------------------------------------
-# checkpoints
-# ---------------------------------------------------------------------------------------------
-def list_checkpoints(ckpt_root: Path) -> list[Path]:
-    if not ckpt_root.exists():
-        return []
-    return sorted((p for p in ckpt_root.iterdir() if p.name.startswith(CKPT_PREFIX) and (p / "state.json").exists()),
-                  key=lambda p: int(p.name[len(CKPT_PREFIX):]))
-
-
-def latest_checkpoint(ckpt_root: Path, fp: str) -> Path | None:
-    """Newest complete checkpoint of this run; checkpoints of other settings are removed."""
-    if ckpt_root.exists():  # half-written checkpoints of a run killed while saving
-        for tmp in ckpt_root.glob(f".tmp-{CKPT_PREFIX}*"):
-            shutil.rmtree(tmp, ignore_errors=True)
-    ckpts = list_checkpoints(ckpt_root)
-    if not ckpts:
-        return None
-    last = ckpts[-1]
-    state = read_json(last / "state.json")
-    if state.get("fingerprint") != fp:
-        log.warning("discarding PPO checkpoints in %s: written with other settings (fingerprint %s != %s)",
-                    ckpt_root, state.get("fingerprint"), fp)
-        for p in ckpts:
-            shutil.rmtree(p, ignore_errors=True)
-        return None
-    return last
-
-
-def _rng_state() -> dict:
-    st = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        st["cuda"] = torch.cuda.get_rng_state_all()
-    return st
-
-
-def _set_rng_state(st: dict) -> None:
-    random.setstate(st["python"])
-    np.random.set_state(st["numpy"])
-    torch.set_rng_state(st["torch"])
-    if "cuda" in st and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(st["cuda"])
-
-
 def _all_sum(values: Sequence[float]) -> list[float]:
     """Sum over the training processes (identity in a single process)."""
     import torch.distributed as dist
@@ -350,7 +179,7 @@ def _make_callback(runner: "_PPORun"):
                 state.global_step = st["step"]
                 state.episode = st["episode"]
                 state.max_steps = runner.settings["total_steps"]
-                _set_rng_state(runner.resume_rng)
+                set_rng_state(runner.resume_rng)
             return control
 
         def on_log(self, args, state, control, logs=None, **kw):
@@ -394,7 +223,7 @@ class _PPORun:
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir(parents=True)
         acc.wait_for_everyone()
-        torch.save({"rng": _rng_state(), "failures": self.adapter.total.failures, "scored": self.adapter.total.scored},
+        torch.save({"rng": rng_state(), "failures": self.adapter.total.failures, "scored": self.adapter.total.scored},
                    tmp / f"rng-rank{rank}.pt")
         acc.wait_for_everyone()
         if rank == 0:
@@ -420,15 +249,21 @@ class _PPORun:
             if old != final:
                 shutil.rmtree(old, ignore_errors=True)
         log.info("checkpoint %s (step %d/%d)", final, step, self.settings["total_steps"])
-
     # -- build + train ---------------------------------------------------------------------------
     def build(self, ckpt: Path | None):
-        from datasets import Dataset
-        from transformers import DataCollatorWithPadding, get_scheduler
-        from trl.experimental.ppo import PPOConfig, PPOTrainer
-
-        s = self.settings
+        """Models, reward adapter, trl PPOTrainer and prompt batches (resumed from `ckpt` if given)."""
         seed_everything(self.seed)
+        base_model, tok, policy, value = self._load_models(ckpt)
+        dataset = self._prepare_rewards(base_model, tok)
+        trainer, collate = self._make_trainer(tok, policy, base_model, value, dataset)
+        start = self._resume(trainer, ckpt) if ckpt is not None else 0
+        trainer.dataloader = PromptBatches(dataset, self.settings["batch_size"], collate, self.seed, start=start,
+                                           rank=trainer.accelerator.process_index, world=self.settings["world_size"])
+        self.trainer = trainer
+        return trainer, tok
+
+    def _load_models(self, ckpt: Path | None):
+        """(reference = base policy, tokenizer, trained policy, value model): fresh, or from `ckpt`."""
         base_model, tok = load_policy_model(self.policy_path, self.trust_remote_code, self.device)
         tok.padding_side = "left"
         if tok.pad_token_id is None:
@@ -441,14 +276,20 @@ class _PPORun:
         else:
             policy, _ = load_policy_model(self.policy_path, self.trust_remote_code, self.device, "float32")
             value = load_value_model(self.policy_path, tok.pad_token_id, self.trust_remote_code)
-        ref = base_model
         policy.config.pad_token_id = tok.pad_token_id
-        for m in (policy, ref):
+        for m in (policy, base_model):
             # trl fills the generation fields it leaves unset from here: token ids only (prbench.generation)
             neutralize(m)
             if getattr(m, "generation_config", None) is not None:
                 m.generation_config.pad_token_id = tok.pad_token_id
+        return base_model, tok, policy, value
 
+    def _prepare_rewards(self, base_model, tok):
+        """Cap the prompts, give a pairwise RM its reference answers, build the reward adapter;
+        returns the tokenized prompt dataset."""
+        from datasets import Dataset
+
+        s = self.settings
         self.prompt_rows, self.cap_stats = cap_prompt_rows(self.prompt_rows, tok, s["max_prompt_tokens"])
         if self.cap_stats["prompts_capped"]:
             log.warning("ppo.max_prompt_tokens %d: dropped %d lowest-ranked profile posts from %d of %d prompts",
@@ -463,15 +304,18 @@ class _PPORun:
             log.info("%d training prompts render to the same text as an earlier one", index.duplicates)
         self.adapter = RewardAdapter(self.rm, tok, index, nan_reward=s["nan_reward"],
                                      reward_scale=s["reward_scale"])
-        dataset = Dataset.from_dict({"input_ids": index.token_ids})
+        return Dataset.from_dict({"input_ids": index.token_ids})
 
+    def _ppo_config(self):
+        from trl.experimental.ppo import PPOConfig
+
+        s = self.settings
         cuda = torch.cuda.is_available() and self.device != "cpu"
-        n_mini = s["batch_size"] // s["mini_batch_size"]
-        args = PPOConfig(
+        return PPOConfig(
             output_dir=str(self.ckpt_root),
             seed=self.seed,
             learning_rate=s["actor_lr"],
-            # trl ties its local batch to per_device x accumulation; the layout is set right below
+            # trl ties its local batch to per_device x accumulation; the layout is set in _make_trainer
             per_device_train_batch_size=s["micro_batch_size"],
             gradient_accumulation_steps=s["gradient_accumulation"],
             num_mini_batches=1,
@@ -492,6 +336,15 @@ class _PPORun:
             gradient_checkpointing=s["gradient_checkpointing"],
             dataloader_num_workers=0,
         )
+
+    def _make_trainer(self, tok, policy, ref, value, dataset):
+        """(trl's PPOTrainer with two AdamW parameter groups (actor, critic) and our batch layout,
+        its collator)."""
+        from transformers import DataCollatorWithPadding, get_scheduler
+        from trl.experimental.ppo import PPOTrainer
+
+        s = self.settings
+        args = self._ppo_config()
         if s["gradient_checkpointing"]:  # trl's PPO loop does not enable it itself
             for m in (policy, value):
                 m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -511,29 +364,29 @@ class _PPORun:
         a = trainer.args
         if a.world_size != s["world_size"]:
             raise RuntimeError(f"PPO planned for {s['world_size']} processes but runs in {a.world_size}")
-        a.num_mini_batches = n_mini
+        a.num_mini_batches = s["batch_size"] // s["mini_batch_size"]
         a.local_batch_size, a.batch_size = s["local_batch_size"], s["batch_size"]
         a.local_mini_batch_size, a.mini_batch_size = s["local_mini_batch_size"], s["mini_batch_size"]
         a.num_total_batches = s["total_steps"]
-        start = 0
-        if ckpt is not None:
-            state = read_json(ckpt / "state.json")
-            trainer.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", map_location="cpu", weights_only=False))
-            trainer.lr_scheduler.load_state_dict(torch.load(ckpt / "scheduler.pt", weights_only=False))
-            self.resume_state = state
-            mine = torch.load(ckpt / f"rng-rank{trainer.accelerator.process_index}.pt", weights_only=False)
-            self.resume_rng = mine["rng"]
-            self.rows_log = read_jsonl(ckpt / "log.jsonl") if (ckpt / "log.jsonl").stat().st_size else []
-            self.adapter.total.failures = int(mine["failures"])
-            self.adapter.total.scored = int(mine["scored"])
-            start = int(state["step"])
-            # trl loops `for update in range(1, args.num_total_batches + 1)`, evaluated after
-            # on_train_begin; the scheduler above was built for the full run.
-            trainer.args.num_total_batches = s["total_steps"] - start
-        trainer.dataloader = PromptBatches(dataset, s["batch_size"], collate, self.seed, start=start,
-                                           rank=trainer.accelerator.process_index, world=s["world_size"])
-        self.trainer = trainer
-        return trainer, tok
+        return trainer, collate
+
+    def _resume(self, trainer, ckpt: Path) -> int:
+        """Optimizer, scheduler, log, reward counters and (for on_train_begin) RNG and step counters
+        from `ckpt`; returns the number of steps already done."""
+        state = read_json(ckpt / "state.json")
+        trainer.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", map_location="cpu", weights_only=False))
+        trainer.lr_scheduler.load_state_dict(torch.load(ckpt / "scheduler.pt", weights_only=False))
+        self.resume_state = state
+        mine = torch.load(ckpt / f"rng-rank{trainer.accelerator.process_index}.pt", weights_only=False)
+        self.resume_rng = mine["rng"]
+        self.rows_log = read_jsonl(ckpt / "log.jsonl") if (ckpt / "log.jsonl").stat().st_size else []
+        self.adapter.total.failures = int(mine["failures"])
+        self.adapter.total.scored = int(mine["scored"])
+        start = int(state["step"])
+        # trl loops `for update in range(1, args.num_total_batches + 1)`, evaluated after
+        # on_train_begin; the scheduler was built for the full run.
+        trainer.args.num_total_batches = self.settings["total_steps"] - start
+        return start
 
     extra_callbacks: Sequence = ()
 
@@ -571,8 +424,7 @@ def train_ppo(
     prompts_fp = fingerprint([r["question_id"] for r in rows], [render_key(r) for r in rows])
     fp = fingerprint(str(policy_path), {k: v for k, v in (rm_spec or {}).items() if k != "device"},
                      getattr(rm, "name", None), {k: settings[k] for k in TRAIN_KEYS}, run_seed, prompts_fp)
-    out_dir = Path(out_dir)
-    run = _PPORun(policy_path, rm, rows, out_dir, settings, run_seed, fp, trust_remote_code, device)
+    run = _PPORun(policy_path, rm, rows, Path(out_dir), settings, run_seed, fp, trust_remote_code, device)
     run.extra_callbacks = list(callbacks)
     ckpt = latest_checkpoint(run.ckpt_root, fp)
     resumed_from = None
@@ -585,22 +437,8 @@ def train_ppo(
                  settings["total_steps"], settings["batch_size"], len(rows), settings["response_length"])
         with releasing_rollout_scores():  # one copy of the rollout scores, released as read (ppo_rollout)
             trainer.train()
-    acc = trainer.accelerator
     failures, scored = _all_sum([run.adapter.total.failures, run.adapter.total.scored])
-    df = pd.DataFrame(run.rows_log)
-    if df.empty or len(df) != settings["total_steps"] or list(df["step"]) != list(range(1, settings["total_steps"] + 1)):
-        raise RuntimeError(f"PPO log has steps {list(df.get('step', []))}, expected 1..{settings['total_steps']}")
-    if acc.is_main_process:  # one writer for the final policy and the log
-        policy = acc.unwrap_model(trainer.model).policy
-        model_out = Path(model_out)
-        tmp = model_out.with_name(f".{model_out.name}.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        policy.save_pretrained(tmp, safe_serialization=True)
-        tok.save_pretrained(tmp)
-        shutil.rmtree(model_out, ignore_errors=True)
-        os.replace(tmp, model_out)
-        write_csv(log_csv, df)
-    acc.wait_for_everyone()
+    _write_outputs(run, tok, Path(model_out), log_csv)
     summary = {
         "steps": settings["total_steps"], "episodes": settings["total_episodes"], "resumed_from": resumed_from,
         "reward_failures": int(failures), "reward_scored": int(scored), "processes": settings["world_size"],
@@ -613,154 +451,20 @@ def train_ppo(
     return summary
 
 
-def base_reference_answers(model, tok, rows: Sequence[dict], settings: dict, seed: int) -> dict:
-    """The base policy's greedy answer to every training prompt, {(question, profile): answer}.
-
-    A pairwise RM rewards a PPO rollout by comparing it with this answer to the same prompt
-    (`GenerativePairwiseRM.score`): reward = P(rollout preferred over the base answer)."""
-    from .policy import generate_answers
-
-    answers = generate_answers(model, tok, list(rows), n=1, max_new_tokens=int(settings["response_length"]),
-                               seed=stable_seed(seed, "ppo-reference"), greedy=True, progress=False)
-    log.info("pairwise RM: rollouts are compared with the base policy's greedy answers to %d prompts", len(rows))
-    return {(r["question"], tuple(r.get("profile", []))): a[0] for r, a in zip(rows, answers)}
-
-
-def render_key(row: dict) -> str:
-    """A text key of the model-visible prompt content (question + profile)."""
-    return json.dumps([row["question"], list(row.get("profile", []))], ensure_ascii=False)
-
-
-# ---------------------------------------------------------------------------------------------
-# evaluation
-# ---------------------------------------------------------------------------------------------
-def policy_answers(model_path: str, prompts: Sequence[dict], ppo_cfg: dict, seed: int,
-                   trust_remote_code: bool = False, device: str = "auto", batch_size: int = 32) -> list[dict]:
-    """One answer per prompt (greedy unless `ppo.eval_greedy` is false; then one sample at
-    `ppo.temperature` and `ppo.eval_top_p`, the authors' evaluation)."""
-    from .policy import generate_answers
-
-    model, tok = load_policy_model(model_path, trust_remote_code, device)
-    answers = generate_answers(model, tok, list(prompts), n=1,
-                               **sampling_settings({"temperature": ppo_cfg.get("temperature"),
-                                                    "top_p": ppo_cfg.get("eval_top_p")}),
-                               max_new_tokens=int(ppo_cfg.get("eval_max_new_tokens", 512)),
-                               seed=stable_seed(seed, "ppo-eval"), batch_size=batch_size,
-                               greedy=bool(ppo_cfg.get("eval_greedy", True)))
-    if len(answers) != len(prompts):
-        raise RuntimeError(f"generate_answers returned {len(answers)} answer lists for {len(prompts)} prompts")
-    return [{"question_id": p["question_id"], "subset": p["subset"], "answer": a[0]} for p, a in zip(prompts, answers)]
-
-
-def write_base_answers(policy_path: str, eval_prompts: str, out_path: str, ppo_cfg: dict, seed: int,
-                       trust_remote_code: bool = False, device: str = "auto") -> int:
-    prompts = select_eval_prompts(load_prompt_rows(eval_prompts), ppo_cfg.get("eval_questions_per_subset"))
-    return write_jsonl(out_path, policy_answers(policy_path, prompts, ppo_cfg, seed, trust_remote_code, device))
-
-
-def load_judge_aspects(path: str) -> dict[str, list[str]]:
-    """question_id -> rubric aspect strings (first judge-key row of each question)."""
-    out: dict[str, list[str]] = {}
-    for i, row in enumerate(read_jsonl(path), 1):
-        if "question_id" not in row or "rubric_aspects" not in row:
-            raise ValueError(f"{path}:{i}: judge-key row lacks question_id or rubric_aspects")
-        if row["question_id"] in out:
-            continue
-        aspects = [a["aspect"] if isinstance(a, dict) else str(a) for a in row["rubric_aspects"]]
-        out[row["question_id"]] = aspects
-    return out
-
-
-def outcome(score: float, base: float) -> float:
-    """1 win / 0.5 tie / 0 loss against the base policy; NaN when either is unscored."""
-    if not (math.isfinite(score) and math.isfinite(base)):
-        return float("nan")
-    return 1.0 if score > base else 0.0 if score < base else 0.5
-
-
-def judge_ppo(answers: Sequence[dict], base_answers: Sequence[dict], aspects: dict[str, list[str]],
-              questions: dict[str, str], judge, cache_dir: str, shard: str,
-              base_source: str = "base answers") -> list[dict]:
-    """Judge trained and base answers (same cached judge as BoN; this job writes cache shard
-    `shard`) and compare them per question. An unparseable judgement (NaN) leaves that answer
-    unscored and its comparison NaN; it is counted in `judge_failures`, the other rows stand."""
-    from .judge import JudgeItem, judge_items_cached
-
-    base = {r["question_id"]: r for r in base_answers}
-    missing = [a["question_id"] for a in answers if a["question_id"] not in base]
-    if missing:
-        raise ValueError(f"{base_source}: lacks {len(missing)} evaluation questions, e.g. {missing[:3]} "
-                         "(rerun rule ppo_base_answers with the same ppo evaluation settings)")
-    no_key = [a["question_id"] for a in answers if a["question_id"] not in aspects]
-    if no_key:
-        raise ValueError(f"judge key has no rubric for {len(no_key)} evaluation questions, e.g. {no_key[:3]}")
-    items = [JudgeItem(question=questions[a["question_id"]], answer=a["answer"], aspects=aspects[a["question_id"]])
-             for a in answers]
-    items += [JudgeItem(question=questions[a["question_id"]], answer=base[a["question_id"]]["answer"],
-                        aspects=aspects[a["question_id"]]) for a in answers]
-    res = judge_items_cached(judge, items, cache_dir, shard)
-    n = len(answers)
-    out = []
-    for a, r, b in zip(answers, res[:n], res[n:]):
-        s, bs = float(r.score), float(b.score)
-        out.append({"question_id": a["question_id"], "subset": a["subset"], "answer": a["answer"],
-                    "score": s, "base_score": bs, "outcome": outcome(s, bs),
-                    "base_answer": base[a["question_id"]]["answer"],
-                    "judge_failures": int(not math.isfinite(s)) + int(not math.isfinite(bs))})
-    return out
-
-
-def eval_ppo(model_dir: str, base_answers_path: str, eval_prompts: str, judge_keys: str, judge_cfg: dict,
-             cache_dir: str, out_path: str, ppo_cfg: dict, seed: int, trust_remote_code: bool = False,
-             device: str = "auto") -> dict:
-    from .judge import load_judge, shard_name
-
-    prompts = select_eval_prompts(load_prompt_rows(eval_prompts), ppo_cfg.get("eval_questions_per_subset"))
-    answers = policy_answers(model_dir, prompts, ppo_cfg, seed, trust_remote_code, device)
-    judge = load_judge(judge_cfg, seed)
-    rows = judge_ppo(answers, read_jsonl(base_answers_path), load_judge_aspects(judge_keys),
-                     {p["question_id"]: p["question"] for p in prompts}, judge, cache_dir, shard_name(out_path),
-                     base_source=str(base_answers_path))
-    write_jsonl(out_path, rows)
-    fails = sum(r["judge_failures"] for r in rows)
-    if fails:
-        log.warning("judge failed on %d of %d PPO/base answers", fails, 2 * len(rows))
-    return {"n": len(rows), "judge_failures": fails}
-
-
-TABLE_COLUMNS = ["policy", "rm", "n_questions", "mean", "ci_low", "ci_high", "base_mean",
-                 "win_rate", "tie_rate", "loss_rate", "judge_failures"]
-
-
-def ppo_table_rows(runs: dict[tuple[str, str], str], n_boot: int, seed: int) -> pd.DataFrame:
-    """One row per (policy, rm) from its eval_judged.jsonl (NaN judge scores excluded, counted)."""
-    out = []
-    for (policy, rm), path in sorted(runs.items()):
-        df = pd.DataFrame(read_jsonl(path))
-        if df.empty:
-            raise ValueError(f"{path}: no judged answers")
-        scores = df["score"].astype(float).to_numpy()
-        base = df["base_score"].astype(float).to_numpy()
-        oc = df["outcome"].astype(float).to_numpy()
-        ok, okb, oko = np.isfinite(scores), np.isfinite(base), np.isfinite(oc)
-        mean, lo, hi = bootstrap_ci(scores[ok], n_boot=n_boot, seed=stable_seed(seed, "ppo-table", policy, rm))
-        n_cmp = int(oko.sum())
-        if not (ok.all() and okb.all()):
-            log.warning("PPO %s/%s: %d trained and %d base answers without a judge score (unparseable): only "
-                        "those answers (and their comparisons) are left out; counted in judge_failures",
-                        policy, rm, int((~ok).sum()), int((~okb).sum()))
-        out.append({
-            "policy": policy, "rm": rm, "n_questions": int(len(df)), "mean": mean, "ci_low": lo, "ci_high": hi,
-            "base_mean": float(base[okb].mean()) if okb.any() else float("nan"),
-            "win_rate": float((oc[oko] == 1.0).mean()) if n_cmp else float("nan"),
-            "tie_rate": float((oc[oko] == 0.5).mean()) if n_cmp else float("nan"),
-            "loss_rate": float((oc[oko] == 0.0).mean()) if n_cmp else float("nan"),
-            "judge_failures": int((~ok).sum() + (~okb).sum()),
-        })
-    return pd.DataFrame(out, columns=TABLE_COLUMNS)
-
-
-def write_ppo_table(runs: dict[tuple[str, str], str], out_csv: str, n_boot: int, seed: int) -> pd.DataFrame:
-    df = ppo_table_rows(runs, n_boot, seed)
-    write_csv(out_csv, df)
-    return df
+def _write_outputs(run: _PPORun, tok, model_out: Path, log_csv) -> None:
+    """Check the training log covers every step; process 0 writes the final policy and the log."""
+    trainer, total = run.trainer, run.settings["total_steps"]
+    acc = trainer.accelerator
+    df = pd.DataFrame(run.rows_log)
+    if df.empty or len(df) != total or list(df["step"]) != list(range(1, total + 1)):
+        raise RuntimeError(f"PPO log has steps {list(df.get('step', []))}, expected 1..{total}")
+    if acc.is_main_process:  # one writer for the final policy and the log
+        policy = acc.unwrap_model(trainer.model).policy
+        tmp = model_out.with_name(f".{model_out.name}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        policy.save_pretrained(tmp, safe_serialization=True)
+        tok.save_pretrained(tmp)
+        shutil.rmtree(model_out, ignore_errors=True)
+        os.replace(tmp, model_out)
+        write_csv(log_csv, df)
+    acc.wait_for_everyone()

@@ -1,4 +1,4 @@
-"""Statistics shared by all stages: seeded bootstrap confidence intervals."""
+"""Statistics shared by all stages: seeded bootstrap confidence intervals, percentile intervals."""
 from __future__ import annotations
 
 from typing import Callable
@@ -27,3 +27,13 @@ def bootstrap_ci(
     boots = np.array([stat(arr[i]) for i in idx])
     alpha = (1.0 - ci) / 2.0
     return est, float(np.quantile(boots, alpha)), float(np.quantile(boots, 1.0 - alpha))
+
+
+def percentile_interval(boot: np.ndarray, ci: float) -> tuple[float, float, int]:
+    """(low, high, n finite) percentile interval at `ci` of the finite bootstrap replicates in
+    `boot`; (nan, nan, n) with fewer than 2 finite replicates."""
+    ok = boot[np.isfinite(boot)]
+    if len(ok) < 2:
+        return float("nan"), float("nan"), int(len(ok))
+    alpha = (1.0 - ci) / 2.0
+    return float(np.quantile(ok, alpha)), float(np.quantile(ok, 1.0 - alpha)), int(len(ok))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from ..io import json_sha256
 
@@ -129,8 +129,3 @@ def log_report(report: dict) -> None:
     for part, d in report.get("splits", {}).items():
         log.info("%s [%s]: read %d, kept %d, dropped %d %s", report.get("benchmark"), part, d["read"], d["kept"],
                  d["dropped_total"], d["dropped"] or "")
-
-
-def iter_with_lines(rows: Iterable[dict]):
-    """Enumerate rows 1-based (line numbers for jsonl files, row numbers for hub datasets)."""
-    return enumerate(rows, 1)

@@ -1,0 +1,159 @@
+"""Evaluation of a trained policy (PPO, GRPO: every trained-policy method) and its table.
+
+The trained policy and the untrained base policy answer the same evaluation questions (the first
+`ppo.eval_questions_per_subset` of each subset, `policy_prompts.select_eval_prompts`; greedy unless
+`ppo.eval_greedy` is false), the cached judge (`prbench.judge`, as for BoN) scores both answers
+against each question's rubric aspects, and each question's outcome is a win, tie or loss against
+the base policy. `write_ppo_table` summarises one row per (policy, rm): bootstrap mean and CI of
+the judge score, base mean, win/tie/loss rates and the count of unparseable judgements.
+Rules: `ppo_base_answers`, `eval_ppo`, `ppo_table` / `grpo_table` (rules/ppo.smk, rules/grpo.smk).
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .generation import sampling_settings
+from .io import read_jsonl, write_csv, write_jsonl
+from .policy import load_policy_model
+from .policy_prompts import load_prompt_rows, select_eval_prompts
+from .seeding import stable_seed
+from .stats import bootstrap_ci
+
+log = logging.getLogger("prbench.policy_eval")
+
+
+def policy_answers(model_path: str, prompts: Sequence[dict], ppo_cfg: dict, seed: int,
+                   trust_remote_code: bool = False, device: str = "auto", batch_size: int = 32) -> list[dict]:
+    """One answer per prompt (greedy unless `ppo.eval_greedy` is false; then one sample at
+    `ppo.temperature` and `ppo.eval_top_p`, the authors' evaluation)."""
+    from .policy import generate_answers
+
+    model, tok = load_policy_model(model_path, trust_remote_code, device)
+    answers = generate_answers(model, tok, list(prompts), n=1,
+                               **sampling_settings({"temperature": ppo_cfg.get("temperature"),
+                                                    "top_p": ppo_cfg.get("eval_top_p")}),
+                               max_new_tokens=int(ppo_cfg.get("eval_max_new_tokens", 512)),
+                               seed=stable_seed(seed, "ppo-eval"), batch_size=batch_size,
+                               greedy=bool(ppo_cfg.get("eval_greedy", True)))
+    if len(answers) != len(prompts):
+        raise RuntimeError(f"generate_answers returned {len(answers)} answer lists for {len(prompts)} prompts")
+    return [{"question_id": p["question_id"], "subset": p["subset"], "answer": a[0]} for p, a in zip(prompts, answers)]
+
+
+def write_base_answers(policy_path: str, eval_prompts: str, out_path: str, ppo_cfg: dict, seed: int,
+                       trust_remote_code: bool = False, device: str = "auto") -> int:
+    prompts = select_eval_prompts(load_prompt_rows(eval_prompts), ppo_cfg.get("eval_questions_per_subset"))
+    return write_jsonl(out_path, policy_answers(policy_path, prompts, ppo_cfg, seed, trust_remote_code, device))
+
+
+def load_judge_aspects(path: str) -> dict[str, list[str]]:
+    """question_id -> rubric aspect strings (first judge-key row of each question)."""
+    out: dict[str, list[str]] = {}
+    for i, row in enumerate(read_jsonl(path), 1):
+        if "question_id" not in row or "rubric_aspects" not in row:
+            raise ValueError(f"{path}:{i}: judge-key row lacks question_id or rubric_aspects")
+        if row["question_id"] in out:
+            continue
+        aspects = [a["aspect"] if isinstance(a, dict) else str(a) for a in row["rubric_aspects"]]
+        out[row["question_id"]] = aspects
+    return out
+
+
+def outcome(score: float, base: float) -> float:
+    """1 win / 0.5 tie / 0 loss against the base policy; NaN when either is unscored."""
+    if not (math.isfinite(score) and math.isfinite(base)):
+        return float("nan")
+    return 1.0 if score > base else 0.0 if score < base else 0.5
+
+
+def judge_ppo(answers: Sequence[dict], base_answers: Sequence[dict], aspects: dict[str, list[str]],
+              questions: dict[str, str], judge, cache_dir: str, shard: str,
+              base_source: str = "base answers") -> list[dict]:
+    """Judge trained and base answers (same cached judge as BoN; this job writes cache shard
+    `shard`) and compare them per question. An unparseable judgement (NaN) leaves that answer
+    unscored and its comparison NaN; it is counted in `judge_failures`, the other rows stand."""
+    from .judge import JudgeItem, judge_items_cached
+
+    base = {r["question_id"]: r for r in base_answers}
+    missing = [a["question_id"] for a in answers if a["question_id"] not in base]
+    if missing:
+        raise ValueError(f"{base_source}: lacks {len(missing)} evaluation questions, e.g. {missing[:3]} "
+                         "(rerun rule ppo_base_answers with the same ppo evaluation settings)")
+    no_key = [a["question_id"] for a in answers if a["question_id"] not in aspects]
+    if no_key:
+        raise ValueError(f"judge key has no rubric for {len(no_key)} evaluation questions, e.g. {no_key[:3]}")
+    items = [JudgeItem(question=questions[a["question_id"]], answer=a["answer"], aspects=aspects[a["question_id"]])
+             for a in answers]
+    items += [JudgeItem(question=questions[a["question_id"]], answer=base[a["question_id"]]["answer"],
+                        aspects=aspects[a["question_id"]]) for a in answers]
+    res = judge_items_cached(judge, items, cache_dir, shard)
+    n = len(answers)
+    out = []
+    for a, r, b in zip(answers, res[:n], res[n:]):
+        s, bs = float(r.score), float(b.score)
+        out.append({"question_id": a["question_id"], "subset": a["subset"], "answer": a["answer"],
+                    "score": s, "base_score": bs, "outcome": outcome(s, bs),
+                    "base_answer": base[a["question_id"]]["answer"],
+                    "judge_failures": int(not math.isfinite(s)) + int(not math.isfinite(bs))})
+    return out
+
+
+def eval_ppo(model_dir: str, base_answers_path: str, eval_prompts: str, judge_keys: str, judge_cfg: dict,
+             cache_dir: str, out_path: str, ppo_cfg: dict, seed: int, trust_remote_code: bool = False,
+             device: str = "auto") -> dict:
+    from .judge import load_judge, shard_name
+
+    prompts = select_eval_prompts(load_prompt_rows(eval_prompts), ppo_cfg.get("eval_questions_per_subset"))
+    answers = policy_answers(model_dir, prompts, ppo_cfg, seed, trust_remote_code, device)
+    judge = load_judge(judge_cfg, seed)
+    rows = judge_ppo(answers, read_jsonl(base_answers_path), load_judge_aspects(judge_keys),
+                     {p["question_id"]: p["question"] for p in prompts}, judge, cache_dir, shard_name(out_path),
+                     base_source=str(base_answers_path))
+    write_jsonl(out_path, rows)
+    fails = sum(r["judge_failures"] for r in rows)
+    if fails:
+        log.warning("judge failed on %d of %d PPO/base answers", fails, 2 * len(rows))
+    return {"n": len(rows), "judge_failures": fails}
+
+
+TABLE_COLUMNS = ["policy", "rm", "n_questions", "mean", "ci_low", "ci_high", "base_mean",
+                 "win_rate", "tie_rate", "loss_rate", "judge_failures"]
+
+
+def ppo_table_rows(runs: dict[tuple[str, str], str], n_boot: int, seed: int) -> pd.DataFrame:
+    """One row per (policy, rm) from its eval_judged.jsonl (NaN judge scores excluded, counted)."""
+    out = []
+    for (policy, rm), path in sorted(runs.items()):
+        df = pd.DataFrame(read_jsonl(path))
+        if df.empty:
+            raise ValueError(f"{path}: no judged answers")
+        scores = df["score"].astype(float).to_numpy()
+        base = df["base_score"].astype(float).to_numpy()
+        oc = df["outcome"].astype(float).to_numpy()
+        ok, okb, oko = np.isfinite(scores), np.isfinite(base), np.isfinite(oc)
+        mean, lo, hi = bootstrap_ci(scores[ok], n_boot=n_boot, seed=stable_seed(seed, "ppo-table", policy, rm))
+        n_cmp = int(oko.sum())
+        if not (ok.all() and okb.all()):
+            log.warning("PPO %s/%s: %d trained and %d base answers without a judge score (unparseable): only "
+                        "those answers (and their comparisons) are left out; counted in judge_failures",
+                        policy, rm, int((~ok).sum()), int((~okb).sum()))
+        out.append({
+            "policy": policy, "rm": rm, "n_questions": int(len(df)), "mean": mean, "ci_low": lo, "ci_high": hi,
+            "base_mean": float(base[okb].mean()) if okb.any() else float("nan"),
+            "win_rate": float((oc[oko] == 1.0).mean()) if n_cmp else float("nan"),
+            "tie_rate": float((oc[oko] == 0.5).mean()) if n_cmp else float("nan"),
+            "loss_rate": float((oc[oko] == 0.0).mean()) if n_cmp else float("nan"),
+            "judge_failures": int((~ok).sum() + (~okb).sum()),
+        })
+    return pd.DataFrame(out, columns=TABLE_COLUMNS)
+
+
+def write_ppo_table(runs: dict[tuple[str, str], str], out_csv: str, n_boot: int, seed: int) -> pd.DataFrame:
+    df = ppo_table_rows(runs, n_boot, seed)
+    write_csv(out_csv, df)
+    return df

@@ -1,0 +1,90 @@
+"""Prompt rows of the trained-policy stages (PPO, GRPO) and of their shared evaluation.
+
+A prompt row (`results/data/prompts/{train,eval}.jsonl`) carries question_id, subset, question and
+profile (the retrieved posts, best first). Training caps rows to `max_prompt_tokens`
+(`cap_prompt_rows`), evaluation takes the first questions of each subset (`select_eval_prompts`),
+and a pairwise RM compares rollouts with the base policy's greedy answers (`base_reference_answers`).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Sequence
+
+from .io import read_jsonl
+from .reward_adapter import render_policy_prompt, tokenize_prompt
+from .seeding import stable_seed
+
+log = logging.getLogger("prbench.policy_prompts")
+
+PROMPT_FIELDS = ("question_id", "subset", "question", "profile")
+
+
+def load_prompt_rows(path: str | os.PathLike) -> list[dict]:
+    rows = read_jsonl(path)
+    if not rows:
+        raise ValueError(f"{path}: no prompt rows")
+    for i, row in enumerate(rows, 1):
+        missing = [k for k in PROMPT_FIELDS if k not in row]
+        if missing:
+            raise ValueError(f"{path}:{i}: prompt row lacks field(s) {missing}")
+        if not isinstance(row["profile"], list):
+            raise ValueError(f"{path}:{i}: field 'profile' must be a list of post texts")
+    return rows
+
+
+def select_eval_prompts(rows: Sequence[dict], per_subset: int | None) -> list[dict]:
+    """The first `per_subset` prompts of each subset, in file order (all when None)."""
+    if per_subset is None:
+        return list(rows)
+    seen: dict[str, int] = {}
+    out = []
+    for row in rows:
+        if seen.get(row["subset"], 0) < per_subset:
+            seen[row["subset"]] = seen.get(row["subset"], 0) + 1
+            out.append(row)
+    return out
+
+
+def cap_prompt_rows(rows: Sequence[dict], tok, max_tokens: int | None) -> tuple[list[dict], dict]:
+    """Rows whose rendered policy prompt fits `max_tokens`: profile posts are dropped from the end
+    of the list first (the lowest-ranked: `profile` lists the retrieved posts best first).
+    Returns the rows and the counts (prompts capped, posts dropped). A prompt that does not fit even
+    without profile posts is an error naming ppo.max_prompt_tokens."""
+    stats = {"prompts_capped": 0, "posts_dropped": 0}
+    if max_tokens is None:
+        return list(rows), stats
+    out = []
+    for row in rows:
+        profile = list(row.get("profile", []))
+        n0 = len(profile)
+        while len(tokenize_prompt(tok, render_policy_prompt(tok, {**row, "profile": profile}))) > max_tokens:
+            if not profile:
+                raise ValueError(f"config key ppo.max_prompt_tokens: {max_tokens} tokens do not hold the question "
+                                 f"of prompt {row['question_id']} even without profile posts")
+            profile.pop()
+        if len(profile) < n0:
+            stats["prompts_capped"] += 1
+            stats["posts_dropped"] += n0 - len(profile)
+            row = {**row, "profile": profile}
+        out.append(row)
+    return out, stats
+
+
+def render_key(row: dict) -> str:
+    """A text key of the model-visible prompt content (question + profile)."""
+    return json.dumps([row["question"], list(row.get("profile", []))], ensure_ascii=False)
+
+
+def base_reference_answers(model, tok, rows: Sequence[dict], settings: dict, seed: int) -> dict:
+    """The base policy's greedy answer to every training prompt, {(question, profile): answer}.
+
+    A pairwise RM rewards a PPO rollout by comparing it with this answer to the same prompt
+    (`GenerativePairwiseRM.score`): reward = P(rollout preferred over the base answer)."""
+    from .policy import generate_answers
+
+    answers = generate_answers(model, tok, list(rows), n=1, max_new_tokens=int(settings["response_length"]),
+                               seed=stable_seed(seed, "ppo-reference"), greedy=True, progress=False)
+    log.info("pairwise RM: rollouts are compared with the base policy's greedy answers to %d prompts", len(rows))
+    return {(r["question"], tuple(r.get("profile", []))): a[0] for r, a in zip(rows, answers)}
