@@ -136,7 +136,7 @@ def measure_rm(prompt_tokens: list[int], response_length: int = 512, chunk: int 
     import torch
     from transformers import LlamaConfig, LlamaForSequenceClassification
 
-    from prbench.ppo_memory import ModelShape, plan
+    from prbench.ppo_memory import ModelShape
 
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()

@@ -4,12 +4,11 @@ import random
 import numpy as np
 import pytest
 import torch
+from rm_helpers import make_pairs, minilm_classifier, tiny_llama_classifier
 
-from prbench.batching import (collate, fixed_size_batches, length_bucketed_batches, padded_tokens,
-                              run_batched)
+from prbench.batching import collate, fixed_size_batches, length_bucketed_batches, padded_tokens, run_batched
 from prbench.prompts import ScoreRequest
 from prbench.rms import load_reward_model
-from rm_helpers import make_pairs, minilm_classifier, tiny_llama_classifier
 
 
 def _lengths(n=200, seed=0):

@@ -1,7 +1,6 @@
 """Best-of-k estimators (exact expectation vs brute force, ties, NaN), curves, table, stage I/O."""
 import itertools
 import logging
-import math
 
 import numpy as np
 import pandas as pd
@@ -9,7 +8,6 @@ import pytest
 
 from prbench import bon
 from prbench.io import read_jsonl, write_jsonl
-from prbench.prompts import ScoreRequest
 from prbench.rms.base import RewardModel, ScoreOutput
 
 

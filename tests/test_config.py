@@ -4,10 +4,9 @@ import subprocess
 
 import pytest
 import yaml
+from conftest import REPO, snakemake_bin
 
 from prbench.config import ConfigError, load_config, validate_config
-
-from conftest import REPO, snakemake_bin
 
 
 def _load(name):

@@ -3,7 +3,6 @@ config (hub sources) needs no input files and no network at parse time."""
 import subprocess
 
 import pytest
-
 from conftest import snakemake_bin
 
 DATA_TARGETS = ["results/data/reports/personalized.json", "results/data/benchmarks/personalized.jsonl",

@@ -24,7 +24,7 @@ HUB_KEYS = {"id", "question", "profile", "rubric_aspects", "narrative", "categor
 RB_KEYS = {"id", "prompt", "chosen", "chosen_model", "rejected", "rejected_model", "subset"}
 STOP = {"the", "a", "and", "of", "to", "for", "is", "it", "on", "i", "my", "you", "your", "so", "in", "with", "that",
         "this", "me", "what", "any", "can", "some", "how", "should", "do", "are", "there", "here", "be", "as", "if",
-        "over", "too", "them", "s", "t", "one", "at", "as", "up"}
+        "over", "too", "them", "s", "t", "one", "at", "up"}
 
 
 def demo_cfg(seed=0):

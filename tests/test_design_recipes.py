@@ -3,7 +3,6 @@ import importlib
 import re
 
 import pytest
-
 from conftest import REPO
 
 SECTION = REPO / "docs" / "DESIGN.md"

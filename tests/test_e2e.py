@@ -13,7 +13,6 @@ import subprocess
 import pandas as pd
 import pytest
 import yaml
-
 from conftest import REPO, snakemake_bin
 
 pytestmark = pytest.mark.slow

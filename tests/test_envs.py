@@ -1,10 +1,10 @@
 """envs/*.yaml (conda environments per rule group) parse and agree with pyproject.toml."""
 
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from prbench.prompts import ScoreRequest
-from prbench.generation import generation_config, neutralize, sampling_settings, vllm_sampling_kwargs
 from rm_helpers import tiny_tokenizer
+
+from prbench.generation import generation_config, neutralize, sampling_settings, vllm_sampling_kwargs
+from prbench.prompts import ScoreRequest
 
 QWEN_STYLE = {"bos_token_id": 1, "do_sample": True, "eos_token_id": [2], "pad_token_id": 0,
               "repetition_penalty": 1.1, "temperature": 0.7, "top_k": 20, "top_p": 0.8}

@@ -5,8 +5,8 @@ import hashlib
 import numpy as np
 import pandas as pd
 import pytest
-
 from ppo_tiny import FlakyRM, LengthRM, make_policy_dir, make_prompt_rows
+
 from prbench import downstream
 from prbench.grpo import resolve_settings, train_grpo
 from prbench.io import read_jsonl, write_jsonl

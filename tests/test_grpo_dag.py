@@ -6,7 +6,6 @@ import subprocess
 
 import pytest
 import yaml
-
 from conftest import REPO, snakemake_bin
 
 

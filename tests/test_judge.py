@@ -1,5 +1,4 @@
 """Rubric judge: parsing, retry-then-NaN counting, sqlite cache, MiniLM calibration and validity."""
-import json
 import math
 
 import numpy as np

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO, snakemake_bin
 
 STAGE_RULES = ["train_demo_rm", "score_benchmark", "accuracy_table"]

@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
 from ppo_tiny import make_policy_dir, make_prompt_rows
+
 from prbench.io import read_jsonl, write_jsonl
 from prbench.judge import shard_name
 from prbench.policy_eval import TABLE_COLUMNS, eval_ppo, judge_ppo, outcome, ppo_table_rows, write_base_answers

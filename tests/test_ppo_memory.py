@@ -5,8 +5,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO
+
 from prbench.config import load_config
 from prbench.ppo_memory import KNOWN_CONFIGS, ModelShape, model_shape, plan, plan_for_config, refusal
 

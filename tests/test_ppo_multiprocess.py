@@ -9,9 +9,9 @@ import time
 import pandas as pd
 import pytest
 import torch
+from ppo_tiny import make_policy_dir, make_prompt_rows
 from safetensors.torch import load_file
 
-from ppo_tiny import make_policy_dir, make_prompt_rows
 from prbench.io import read_json, write_jsonl
 from prbench.ppo_checkpoint import list_checkpoints
 from prbench.ppo_launch import launch_command, run_ppo_job

@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from ppo_tiny import FlakyRM, LengthRM, make_policy_dir, make_prompt_rows
 from safetensors.torch import load_file
 
-from ppo_tiny import FlakyRM, LengthRM, make_policy_dir, make_prompt_rows
 from prbench.io import write_jsonl
 from prbench.ppo import resolve_settings, train_ppo
 from prbench.ppo_checkpoint import list_checkpoints

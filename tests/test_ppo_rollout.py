@@ -2,10 +2,10 @@
 import pandas as pd
 import pytest
 import torch
+from ppo_tiny import LengthRM, make_policy_dir, make_prompt_rows
 from safetensors.torch import load_file
 
 import prbench.ppo as ppo_mod
-from ppo_tiny import LengthRM, make_policy_dir, make_prompt_rows
 from prbench.io import write_jsonl
 from prbench.ppo import train_ppo
 from prbench.ppo_rollout import ReleasingScores, releasing_rollout_scores

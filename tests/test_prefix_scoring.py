@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rm_helpers import make_pairs, minilm_classifier
 
 from prbench.prompts import ScoreRequest
+from prbench.replica.rms import build_seqcls_replica
 from prbench.rms import load_reward_model
 from prbench.rms.prefix import PrefixScorer, common_prefix_len, read_position, unsupported_reason
-from prbench.replica.rms import build_seqcls_replica
-from rm_helpers import make_pairs, minilm_classifier
+
 
 def decoder_classifier(path, family: str, num_labels: int = 1, seed: int = 0):
     """A tiny decoder classifier replica (prbench.replica.rms): Llama-3, Qwen2 (ChatML) or Qwen3

@@ -8,11 +8,15 @@ import json
 import numpy as np
 import pytest
 import yaml
-
 from conftest import REPO
+
 from prbench.replica import data as rdata
-from prbench.replica.build import (QWEN_CHAT_TEMPLATE, QWEN_GENERATION_DEFAULTS, build_contriever,
-                                   build_qwen2_chat, build_replica)
+from prbench.replica.build import (
+    QWEN_GENERATION_DEFAULTS,
+    build_contriever,
+    build_qwen2_chat,
+    build_replica,
+)
 
 CONFIG = REPO / "configs" / "replica.yaml"
 

@@ -9,7 +9,6 @@ import time
 import pandas as pd
 import pytest
 import yaml
-
 from conftest import REPO, snakemake_bin
 
 pytestmark = pytest.mark.slow

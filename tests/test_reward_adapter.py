@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 import torch
-
 from ppo_tiny import FlakyRM, LengthRM, MiniCrossEncoderRM, make_policy_dir, make_prompt_rows
+
 from prbench.prompts import ScoreRequest
 from prbench.reward_adapter import PromptIndex, RewardAdapter
 

@@ -3,11 +3,11 @@ MiniLM cross-encoder (text / text_pair, no chat template)."""
 import numpy as np
 import pytest
 import torch
+from rm_helpers import make_pairs, minilm_classifier, tiny_llama_classifier
 
 from prbench.prompts import PairRequest, ScoreRequest
 from prbench.rms import load_reward_model
 from prbench.rms.inputs import load_options
-from rm_helpers import make_pairs, minilm_classifier, tiny_llama_classifier
 
 POSTS = ("I love growing tomatoes.", "My compost pile is huge.", "Seedlings everywhere this spring.")
 

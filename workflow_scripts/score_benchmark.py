@@ -2,8 +2,8 @@
 import torch
 
 from prbench.log import setup_logging
-from prbench.scoring import score_benchmark
 from prbench.prompts import configure as configure_prompts
+from prbench.scoring import score_benchmark
 
 configure_prompts(snakemake.params.prompts)
 

@@ -43,8 +43,15 @@ from .generation import neutralize
 from .io import read_json, read_jsonl, write_csv, write_json, write_jsonl
 from .policy import load_policy_model
 from .policy_prompts import base_reference_answers, cap_prompt_rows, load_prompt_rows, render_key
-from .ppo_checkpoint import (CKPT_PREFIX, PromptBatches, fingerprint, latest_checkpoint, list_checkpoints, rng_state,
-                             set_rng_state)
+from .ppo_checkpoint import (
+    CKPT_PREFIX,
+    PromptBatches,
+    fingerprint,
+    latest_checkpoint,
+    list_checkpoints,
+    rng_state,
+    set_rng_state,
+)
 from .ppo_rollout import releasing_rollout_scores
 from .reward_adapter import PromptIndex, RewardAdapter
 from .seeding import seed_everything, stable_seed

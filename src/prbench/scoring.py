@@ -25,10 +25,10 @@ from typing import Sequence
 import numpy as np
 
 from .io import iter_jsonl, read_json, read_jsonl, write_csv, write_json, write_jsonl
-from .prompts import PairRequest, ScoreRequest
-from .seeding import stable_seed
 from .official import KINDS as OFFICIAL_KINDS
 from .official import official_stats
+from .prompts import PairRequest, ScoreRequest
+from .seeding import stable_seed
 from .stats import bootstrap_ci
 
 log = logging.getLogger("prbench.scoring")

@@ -32,9 +32,28 @@ from pathlib import Path
 from ..config import with_defaults
 from ..io import write_jsonl
 from ..seeding import stable_seed
-from .demo_vocab import (ASPECT_SENTENCES, BAD_TIPS, CLOSERS, EXTRA_TOPICS, GENERAL_CLOSERS, GENERAL_KINDS,
-                         GENERAL_OPENERS, GOOD_TIPS, NOISE_CATEGORY, NOISE_POSTS, OPENERS, POST_TEMPLATES,
-                         QUESTION_TEMPLATES, REFUSALS, VAGUE, WORLD_ORDER, WORLDS, XSTEST, Pole, World)
+from .demo_vocab import (
+    ASPECT_SENTENCES,
+    BAD_TIPS,
+    CLOSERS,
+    EXTRA_TOPICS,
+    GENERAL_CLOSERS,
+    GENERAL_KINDS,
+    GENERAL_OPENERS,
+    GOOD_TIPS,
+    NOISE_CATEGORY,
+    NOISE_POSTS,
+    OPENERS,
+    POST_TEMPLATES,
+    QUESTION_TEMPLATES,
+    REFUSALS,
+    VAGUE,
+    WORLD_ORDER,
+    WORLDS,
+    XSTEST,
+    Pole,
+    World,
+)
 
 log = logging.getLogger("prbench.data.demo_world")
 

@@ -16,7 +16,6 @@ from ..models import LOCAL_PREFIXES
 from .checks import DataError
 
 
-
 def is_local(source: str) -> bool:
     return source.startswith(LOCAL_PREFIXES) or Path(os.path.expanduser(source)).exists()
 

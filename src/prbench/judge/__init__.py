@@ -29,10 +29,15 @@ from ..config import entry_with_defaults
 from ..models import vllm_engine_kwargs
 from .base import JudgeItem, JudgeResult, RubricJudge, parse_ratings
 from .cache import DEFAULT_CACHE_DIR, item_key, judge_items_cached, read_cache, shard_name
-from .llm import RUBRIC_TEMPLATE, TransformersJudge, VLLMJudge, rubric_messages
-from .llm import _LLMJudge, _rubric_hash  # noqa: F401 (private; tests reach them as prbench.judge._x)
-from .minilm import (DEFAULT_CALIBRATION, MiniLMEncoder, MiniLMJudge, calibrate_minilm, minilm_batch_size,
-                     split_sentences)
+from .llm import RUBRIC_TEMPLATE, TransformersJudge, VLLMJudge, _LLMJudge, _rubric_hash, rubric_messages  # noqa: F401 (private; tests reach them as prbench.judge._x)
+from .minilm import (
+    DEFAULT_CALIBRATION,
+    MiniLMEncoder,
+    MiniLMJudge,
+    calibrate_minilm,
+    minilm_batch_size,
+    split_sentences,
+)
 from .stages import calibrate_judge_files, calibration_examples, judge_validity
 
 

@@ -108,8 +108,13 @@ def build_seqcls_replica(out_dir, family: str = "llama3", seed: int = 0, hidden:
                          pad: bool = True, num_labels: int = 1) -> Path:
     """A plain `*ForSequenceClassification` RM (Skywork-Reward-V2 style: one logit)."""
     import torch
-    from transformers import (LlamaForSequenceClassification, Qwen2Config, Qwen2ForSequenceClassification,
-                              Qwen3Config, Qwen3ForSequenceClassification)
+    from transformers import (
+        LlamaForSequenceClassification,
+        Qwen2Config,
+        Qwen2ForSequenceClassification,
+        Qwen3Config,
+        Qwen3ForSequenceClassification,
+    )
 
     out = Path(out_dir)
     tok = family_tokenizer(family, pad=pad)

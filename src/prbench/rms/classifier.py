@@ -25,10 +25,17 @@ import numpy as np
 from .. import prompts
 from ..batching import collate, fixed_size_batches, length_bucketed_batches, run_batched
 from ..prompts import ScoreRequest
-from .base import RewardModel, ScoreOutput
 from .adapters import choose_adapter, finish_logits
-from .inputs import (fit_profile, load_model_and_tokenizer, load_options, model_config_dict, model_device,
-                     place_model, spec_key)
+from .base import RewardModel, ScoreOutput
+from .inputs import (
+    fit_profile,
+    load_model_and_tokenizer,
+    load_options,
+    model_config_dict,
+    model_device,
+    place_model,
+    spec_key,
+)
 from .prefix import PrefixScorer, common_prefix_len, unsupported_reason
 
 log = logging.getLogger("prbench.rms.classifier")

@@ -32,8 +32,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import prompts
-from ..generation import generation_config, neutralize
 from ..batching import collate, length_bucketed_batches, run_batched
+from ..generation import generation_config, neutralize
 from ..prompts import PairRequest, ScoreRequest
 from ..seeding import stable_seed
 from .base import CompareOutput, RewardModel, ScoreOutput
