@@ -6,6 +6,7 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
+
 report: "report/workflow.rst"
 
 
@@ -22,6 +23,7 @@ include: "rules/common.smk"
 if REPLICA:
 
     include: "rules/replica.smk"
+
 
 include: "rules/data.smk"
 include: "rules/models.smk"
@@ -52,6 +54,6 @@ localrules:
 
 
 rule all:
+    default_target: True
     input:
         ALL_TARGETS,
-    default_target: True

@@ -47,6 +47,16 @@ rule correlations:
             caption="../report/correlation_inputs.rst",
             category="Tables",
         ),
+    log:
+        "logs/analysis/correlations.log",
+    benchmark:
+        "job_times/analysis/correlations.tsv"
+    conda:
+        "../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=15,
     params:
         rms=RMS,
         pair_keys=PAIR_KEYS,
@@ -58,16 +68,6 @@ rule correlations:
         rbo_p=CORR["rbo_p"],
         ci=CORR["ci"],
         seed=SEED,
-    log:
-        "logs/analysis/correlations.log",
-    benchmark:
-        "job_times/analysis/correlations.tsv"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=15,
-    conda:
-        "../envs/analysis.yaml"
     script:
         "../workflow_scripts/correlations.py"
 
@@ -77,20 +77,20 @@ rule fig_accuracy:
         "results/tables/benchmark_accuracy.csv",
     output:
         **FIG_OUT["accuracy"],
-    params:
-        figure="accuracy",
-        rms=RMS,
-        benchmarks=BENCHMARKS,
     log:
         "logs/analysis/fig_accuracy.log",
     benchmark:
         "job_times/analysis/fig_accuracy.tsv"
+    conda:
+        "../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=5,
-    conda:
-        "../envs/analysis.yaml"
+    params:
+        figure="accuracy",
+        rms=RMS,
+        benchmarks=BENCHMARKS,
     script:
         "../workflow_scripts/figures.py"
 
@@ -100,20 +100,20 @@ rule fig_bon_curves:
         "results/tables/bon.csv",
     output:
         **FIG_OUT["bon_curves"],
-    params:
-        figure="bon_curves",
-        rms=RMS,
-        estimator=FIG_SIGNALS["bon"]["estimator"],
     log:
         "logs/analysis/fig_bon_curves.log",
     benchmark:
         "job_times/analysis/fig_bon_curves.tsv"
+    conda:
+        "../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=5,
-    conda:
-        "../envs/analysis.yaml"
+    params:
+        figure="bon_curves",
+        rms=RMS,
+        estimator=FIG_SIGNALS["bon"]["estimator"],
     script:
         "../workflow_scripts/figures.py"
 
@@ -124,20 +124,20 @@ rule fig_scatter:
         table="results/tables/correlations.csv",
     output:
         **FIG_OUT["scatter"],
-    params:
-        figure="scatter",
-        signals=FIG_SIGNALS,
-        measure="judge_score",
     log:
         "logs/analysis/fig_scatter.log",
     benchmark:
         "job_times/analysis/fig_scatter.tsv"
+    conda:
+        "../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=5,
-    conda:
-        "../envs/analysis.yaml"
+    params:
+        figure="scatter",
+        signals=FIG_SIGNALS,
+        measure="judge_score",
     script:
         "../workflow_scripts/figures.py"
 
@@ -147,20 +147,20 @@ rule fig_correlations:
         "results/tables/correlations.csv",
     output:
         **FIG_OUT["correlations"],
-    params:
-        figure="correlations",
-        signals=FIG_SIGNALS,
-        measure="judge_score",
     log:
         "logs/analysis/fig_correlations.log",
     benchmark:
         "job_times/analysis/fig_correlations.tsv"
+    conda:
+        "../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=5,
-    conda:
-        "../envs/analysis.yaml"
+    params:
+        figure="correlations",
+        signals=FIG_SIGNALS,
+        measure="judge_score",
     script:
         "../workflow_scripts/figures.py"
 
@@ -170,23 +170,23 @@ rule fig_training:
         lambda wc: [DS.REGISTRY[wc.method].train_log.format(policy=p, rm=r) for p, r in RUN_KEYS],
     output:
         **FIG_OUT["training"],
-    params:
-        figure="training",
-        run_keys=RUN_KEYS,
-        label=lambda wc: DS.label(wc.method),
-        smooth=1,
     log:
         "logs/analysis/fig_{method}_training.log",
     benchmark:
         "job_times/analysis/fig_{method}_training.tsv"
     wildcard_constraints:
         method="|".join(TRAINING) if TRAINING else "__none__",
+    conda:
+        "../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=5,
-    conda:
-        "../envs/analysis.yaml"
+    params:
+        figure="training",
+        run_keys=RUN_KEYS,
+        label=lambda wc: DS.label(wc.method),
+        smooth=1,
     script:
         "../workflow_scripts/figures.py"
 

@@ -29,11 +29,7 @@ if BON_MINILM and not (BON_PERS.get("train_split") and is_local(BON_PERS["source
         "(set data.personalized.train_split and a local data.personalized.source), or use transformers/vllm"
     )
 BON_PERS_DIR = os.path.normpath(BON_PERS["source"])
-BON_CALIBRATION_FILES = (
-    [f"{BON_PERS_DIR}/{s}/{BON_PERS['train_split']}.jsonl" for s in SUBSETS]
-    if BON_MINILM
-    else []
-)
+BON_CALIBRATION_FILES = [f"{BON_PERS_DIR}/{s}/{BON_PERS['train_split']}.jsonl" for s in SUBSETS] if BON_MINILM else []
 BON_JUDGE_INPUT = [BON_JUDGE_CALIBRATION] if BON_MINILM else []
 # what loading the judge reads (params_b is a resource hint: resources only)
 BON_JUDGE_CFG = without_resource_keys(dict(JUDGE, **({"calibration": BON_JUDGE_CALIBRATION} if BON_MINILM else {})))
@@ -63,28 +59,38 @@ rule sample_bon:
         policy=policy_model_input,
     output:
         "results/bon/{policy}/shards/{shard}.jsonl",
-    wildcard_constraints:
-        shard="[0-9]+",
-    params:
-        prompts=canon(PROMPTS),
-        policy=lambda wildcards: BON_POLICY_SPEC[wildcards.policy],
-        bon=pick(
-            BON,
-            ["n", "temperature", "top_p", "top_k", "repetition_penalty", "max_new_tokens", "backend",
-             "shards", "batch_size", "questions_per_subset"],
-        ),
-        seed=SEED,
     log:
         "logs/bon/{policy}/sample_{shard}.log",
     benchmark:
         "job_times/bon/{policy}/sample_{shard}.tsv"
+    wildcard_constraints:
+        shard="[0-9]+",
+    conda:
+        "../envs/downstream.yaml"
     threads: 1 if DEMO else 4
     resources:
         mem_mb=lambda wildcards: mem_mb_for(BON_POLICY_B[wildcards.policy]),
         runtime=30 if DEMO else 480,
         gpu=lambda wildcards: gpus_for(BON_POLICY_B[wildcards.policy]),
-    conda:
-        "../envs/downstream.yaml"
+    params:
+        prompts=canon(PROMPTS),
+        policy=lambda wildcards: BON_POLICY_SPEC[wildcards.policy],
+        bon=pick(
+            BON,
+            [
+                "n",
+                "temperature",
+                "top_p",
+                "top_k",
+                "repetition_penalty",
+                "max_new_tokens",
+                "backend",
+                "shards",
+                "batch_size",
+                "questions_per_subset",
+            ],
+        ),
+        seed=SEED,
     script:
         "../workflow_scripts/sample_bon.py"
 
@@ -94,18 +100,18 @@ rule merge_samples:
         expand("results/bon/{{policy}}/shards/{shard}.jsonl", shard=BON_SHARDS),
     output:
         "results/bon/{policy}/samples.jsonl",
-    params:
-        n=BON["n"],
     log:
         "logs/bon/{policy}/merge_samples.log",
     benchmark:
         "job_times/bon/{policy}/merge_samples.tsv"
+    conda:
+        "../envs/downstream.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        "../envs/downstream.yaml"
+    params:
+        n=BON["n"],
     script:
         "../workflow_scripts/merge_samples.py"
 
@@ -117,21 +123,21 @@ if BON_MINILM:
             BON_CALIBRATION_FILES,
         output:
             BON_JUDGE_CALIBRATION,
+        log:
+            "logs/bon/calibrate_judge.log",
+        benchmark:
+            "job_times/bon/calibrate_judge.tsv"
+        conda:
+            "../envs/downstream.yaml"
+        threads: 2
+        resources:
+            mem_mb=CPU_MEM_MB,
+            runtime=30,
         params:
             prompts=canon(PROMPTS),
             judge=without_resource_keys(JUDGE),
             seed=SEED,
             max_pairs=600,
-        log:
-            "logs/bon/calibrate_judge.log",
-        benchmark:
-            "job_times/bon/calibrate_judge.tsv"
-        threads: 2
-        resources:
-            mem_mb=CPU_MEM_MB,
-            runtime=30,
-        conda:
-            "../envs/downstream.yaml"
         script:
             "../workflow_scripts/calibrate_judge.py"
 
@@ -144,23 +150,23 @@ rule judge_validity:
         judge_model=replica_input(JUDGE["model"]),
     output:
         "results/bon/judge_validity.json",
+    log:
+        "logs/bon/judge_validity.log",
+    benchmark:
+        "job_times/bon/judge_validity.tsv"
+    conda:
+        "../envs/downstream.yaml"
+    threads: 2
+    resources:
+        mem_mb=mem_mb_for(BON_JUDGE_B),
+        runtime=30 if DEMO else 480,
+        gpu=gpus_for(BON_JUDGE_B),
     params:
         prompts=canon(PROMPTS),
         judge=BON_JUDGE_CFG,
         seed=SEED,
         cache=BON_JUDGE_CACHE,
         bootstrap=JUDGE["validity_bootstrap"],  # judge.validity_bootstrap: this job only
-    log:
-        "logs/bon/judge_validity.log",
-    benchmark:
-        "job_times/bon/judge_validity.tsv"
-    threads: 2
-    resources:
-        mem_mb=mem_mb_for(BON_JUDGE_B),
-        runtime=30 if DEMO else 480,
-        gpu=gpus_for(BON_JUDGE_B),
-    conda:
-        "../envs/downstream.yaml"
     script:
         "../workflow_scripts/judge_validity.py"
 
@@ -174,22 +180,22 @@ rule judge_bon:
         judge_model=replica_input(JUDGE["model"]),
     output:
         "results/bon/{policy}/judged.jsonl",
-    params:
-        prompts=canon(PROMPTS),
-        judge=BON_JUDGE_CFG,
-        seed=SEED,
-        cache=BON_JUDGE_CACHE,
     log:
         "logs/bon/{policy}/judge.log",
     benchmark:
         "job_times/bon/{policy}/judge.tsv"
+    conda:
+        "../envs/downstream.yaml"
     threads: 2
     resources:
         mem_mb=mem_mb_for(BON_JUDGE_B),
         runtime=30 if DEMO else 720,
         gpu=gpus_for(BON_JUDGE_B),
-    conda:
-        "../envs/downstream.yaml"
+    params:
+        prompts=canon(PROMPTS),
+        judge=BON_JUDGE_CFG,
+        seed=SEED,
+        cache=BON_JUDGE_CACHE,
     script:
         "../workflow_scripts/judge_bon.py"
 
@@ -201,20 +207,20 @@ rule score_bon:
         model=rm_model_input,
     output:
         "results/bon/{policy}/rm_scores/{rm}.jsonl",
-    params:
-        prompts=canon(PROMPTS),
-        spec=lambda wildcards: BON_RM_SPEC[wildcards.rm],
     log:
         "logs/bon/{policy}/score_{rm}.log",
     benchmark:
         "job_times/bon/{policy}/score_{rm}.tsv"
+    conda:
+        "../envs/downstream.yaml"
     threads: 2
     resources:
         mem_mb=rm_mem_mb,
         runtime=30 if DEMO else 480,
         gpu=rm_gpus,
-    conda:
-        "../envs/downstream.yaml"
+    params:
+        prompts=canon(PROMPTS),
+        spec=lambda wildcards: BON_RM_SPEC[wildcards.rm],
     script:
         "../workflow_scripts/score_bon.py"
 
@@ -225,6 +231,16 @@ rule bon_table:
     output:
         table="results/tables/bon.csv",
         curves=[f"results/bon/{p}/curves/{r}.csv" for p in POLICIES for r in RMS + ["_oracle", "_random"]],
+    log:
+        "logs/bon/bon_table.log",
+    benchmark:
+        "job_times/bon/bon_table.tsv"
+    conda:
+        "../envs/downstream.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     params:
         policies=POLICIES,
         rms=RMS,
@@ -232,16 +248,6 @@ rule bon_table:
         n=BON["n"],
         seed=SEED,
         bootstrap=BON.get("bootstrap", 1000),
-    log:
-        "logs/bon/bon_table.log",
-    benchmark:
-        "job_times/bon/bon_table.tsv"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        "../envs/downstream.yaml"
     script:
         "../workflow_scripts/bon_table.py"
 
@@ -251,18 +257,18 @@ rule bon_measures:
         curves=[f"results/bon/{p}/curves/{r}.csv" for p in POLICIES for r in RMS],
     output:
         DS.table_path("bon"),
-    params:
-        runs=[[p, r] for p in POLICIES for r in RMS],
     log:
         "logs/bon/bon_measures.log",
     benchmark:
         "job_times/bon/bon_measures.tsv"
+    conda:
+        "../envs/downstream.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        "../envs/downstream.yaml"
+    params:
+        runs=[[p, r] for p in POLICIES for r in RMS],
     script:
         "../workflow_scripts/bon_measures.py"
 

@@ -9,7 +9,6 @@ from prbench import downstream as DS  # noqa: E402
 from prbench.config import check_config  # noqa: E402
 from prbench.rms import kind_info  # noqa: E402
 
-
 validate(config, schema="../schemas/config.schema.yaml")
 check_config(config)
 

@@ -13,6 +13,16 @@ if DEMO:
     rule demo_world:
         output:
             [f for files in DEMO_FILES.values() for f in files],
+        log:
+            "logs/data/demo_world.log",
+        benchmark:
+            "job_times/data/demo_world.tsv"
+        conda:
+            "../envs/data.yaml"
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=10,
         params:
             seed=SEED,
             demo=canon(config["demo"]),
@@ -20,16 +30,6 @@ if DEMO:
             # the folder of the first output (`{source}/{subset}/{split}.jsonl`)
             personalized_dir=lambda w, output: str(Path(output[0]).parent.parent),
             general_dirs=demo_general_dirs(config),
-        log:
-            "logs/data/demo_world.log",
-        benchmark:
-            "job_times/data/demo_world.tsv"
-        threads: 1
-        resources:
-            mem_mb=1000,
-            runtime=10,
-        conda:
-            "../envs/data.yaml"
         script:
             "../workflow_scripts/demo_world.py"
 
@@ -45,21 +45,21 @@ rule prepare_personalized:
         prompts_train="results/data/prompts/train.jsonl",
         prompts_eval="results/data/prompts/eval.jsonl",
         report="results/data/reports/personalized.json",
-    params:
-        data=canon(config["data"]["personalized"]),
-        retriever=canon(config["retriever"]),
-        seed=SEED,
     log:
         "logs/data/prepare_personalized.log",
     benchmark:
         "job_times/data/prepare_personalized.tsv"
+    conda:
+        "../envs/data.yaml"
     threads: 2
     resources:
         mem_mb=CPU_MEM_MB if DEMO else max(CPU_MEM_MB, 32000),
         runtime=10 if DEMO else 240,
         gpu=gpus_for(0.2),
-    conda:
-        "../envs/data.yaml"
+    params:
+        data=canon(config["data"]["personalized"]),
+        retriever=canon(config["retriever"]),
+        seed=SEED,
     script:
         "../workflow_scripts/prepare_personalized.py"
 
@@ -71,18 +71,18 @@ rule prepare_baseline:
         benchmark="results/data/benchmarks/{baseline}.jsonl",
         train="results/data/train/{baseline}.jsonl",
         report="results/data/reports/{baseline}.json",
-    params:
-        cfg=lambda w: canon(config["data"]["baselines"][w.baseline]),
     log:
         "logs/data/prepare_baseline_{baseline}.log",
     benchmark:
         "job_times/data/prepare_baseline_{baseline}.tsv"
+    conda:
+        "../envs/data.yaml"
     threads: 1
     resources:
         mem_mb=2000 if DEMO else 8000,
         runtime=10 if DEMO else 60,
-    conda:
-        "../envs/data.yaml"
+    params:
+        cfg=lambda w: canon(config["data"]["baselines"][w.baseline]),
     script:
         "../workflow_scripts/prepare_baseline.py"
 

@@ -9,10 +9,30 @@
 GRPO = config.get("grpo") or {}
 GRPO_ENABLED = "grpo" in DOWNSTREAM
 # The grpo keys train_grpo reads (prbench.grpo.TRAIN_KEYS); evaluation uses ppo.eval_* (same base answers).
-GRPO_TRAIN = pick(GRPO, ["lr", "beta", "num_generations", "prompts_per_step", "steps", "num_iterations", "epsilon",
-                         "loss_type", "scale_rewards", "max_completion_length", "temperature", "top_p", "top_k",
-                         "repetition_penalty", "reward_scale", "nan_reward", "per_device_batch_size",
-                         "gradient_checkpointing", "max_prompt_tokens"])
+GRPO_TRAIN = pick(
+    GRPO,
+    [
+        "lr",
+        "beta",
+        "num_generations",
+        "prompts_per_step",
+        "steps",
+        "num_iterations",
+        "epsilon",
+        "loss_type",
+        "scale_rewards",
+        "max_completion_length",
+        "temperature",
+        "top_p",
+        "top_k",
+        "repetition_penalty",
+        "reward_scale",
+        "nan_reward",
+        "per_device_batch_size",
+        "gradient_checkpointing",
+        "max_prompt_tokens",
+    ],
+)
 
 
 rule train_grpo:
@@ -24,6 +44,19 @@ rule train_grpo:
         model=directory("results/grpo/{policy}/{rm}/model"),
         train_log="results/grpo/{policy}/{rm}/train_log.csv",
         summary="results/grpo/{policy}/{rm}/train_summary.json",
+    log:
+        "logs/grpo/{policy}/{rm}/train.log",
+    benchmark:
+        "job_times/grpo/{policy}/{rm}/train.tsv"
+    conda:
+        "../envs/downstream.yaml"
+    threads: 1 if DEMO else 8
+    resources:
+        # host memory: the policy trained (+ its reference copy when beta > 0) and the RM loaded
+        mem_mb=lambda wc: mem_mb_for(2 * PPO_POLICY_B[wc.policy] + PPO_RM_B[wc.rm], train=True),
+        runtime=30 if DEMO else 24 * 60,
+        # one training process on one GPU (policy trained, RM in inference); no multi-GPU plan yet
+        gpu=0 if DEMO else 1,
     params:
         prompts=canon(PROMPTS),
         policy_path=lambda wc: PPO_POLICY_PATH[wc.policy],
@@ -32,19 +65,6 @@ rule train_grpo:
         grpo=GRPO_TRAIN,
         seed=SEED,
         out_dir=lambda wc: f"results/grpo/{wc.policy}/{wc.rm}",
-    log:
-        "logs/grpo/{policy}/{rm}/train.log",
-    benchmark:
-        "job_times/grpo/{policy}/{rm}/train.tsv"
-    threads: 1 if DEMO else 8
-    resources:
-        # host memory: the policy trained (+ its reference copy when beta > 0) and the RM loaded
-        mem_mb=lambda wc: mem_mb_for(2 * PPO_POLICY_B[wc.policy] + PPO_RM_B[wc.rm], train=True),
-        runtime=30 if DEMO else 24 * 60,
-        # one training process on one GPU (policy trained, RM in inference); no multi-GPU plan yet
-        gpu=0 if DEMO else 1,
-    conda:
-        "../envs/downstream.yaml"
     script:
         "../workflow_scripts/train_grpo.py"
 
@@ -54,20 +74,20 @@ rule grpo_table:
         judged=expand("results/grpo/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=RMS),
     output:
         "results/tables/grpo.csv",
-    params:
-        runs=[[p, r] for p in POLICIES for r in RMS],
-        bootstrap=GRPO.get("bootstrap", 1000),
-        seed=SEED,
     log:
         "logs/grpo/grpo_table.log",
     benchmark:
         "job_times/grpo/grpo_table.tsv"
+    conda:
+        "../envs/downstream.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        "../envs/downstream.yaml"
+    params:
+        runs=[[p, r] for p in POLICIES for r in RMS],
+        bootstrap=GRPO.get("bootstrap", 1000),
+        seed=SEED,
     script:
         "../workflow_scripts/ppo_table.py"
 

@@ -16,23 +16,23 @@ rule train_demo_rm:
         ),
     output:
         directory("results/models/rm/{rm}"),
-    wildcard_constraints:
-        rm="|".join(TRAINED_RMS) if TRAINED_RMS else "__none__",
-    params:
-        spec=lambda wildcards: rm_spec(wildcards.rm),
-        train=canon(RM_TRAIN_CFG),
-        seed=SEED,
     log:
         "logs/models/train_demo_rm_{rm}.log",
     benchmark:
         "job_times/models/train_demo_rm_{rm}.tsv"
-    threads: 2
+    wildcard_constraints:
+        rm="|".join(TRAINED_RMS) if TRAINED_RMS else "__none__",
     priority: 10  # a hint: when both are ready, train models before downstream jobs
+    conda:
+        "../envs/downstream.yaml"
+    threads: 2
     resources:
         mem_mb=CPU_MEM_MB if DEMO else mem_mb_for(0.1, train=True),
         runtime=30,
         gpu=0 if DEMO else 1,
-    conda:
-        "../envs/downstream.yaml"
+    params:
+        spec=lambda wildcards: rm_spec(wildcards.rm),
+        train=canon(RM_TRAIN_CFG),
+        seed=SEED,
     script:
         "../workflow_scripts/train_demo_rm.py"

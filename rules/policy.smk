@@ -9,23 +9,23 @@ rule train_demo_policy:
         train="results/data/train/personalized.jsonl",
     output:
         directory("results/models/policy/{policy}"),
-    wildcard_constraints:
-        policy="|".join(TRAINED_POLICIES) if TRAINED_POLICIES else "__none__",
-    params:
-        prompts=canon(PROMPTS),
-        train=canon(POLICY_TRAIN_CFG),
-        seed=SEED,
     log:
         "logs/models/train_demo_policy_{policy}.log",
     benchmark:
         "job_times/models/train_demo_policy_{policy}.tsv"
-    threads: 2
+    wildcard_constraints:
+        policy="|".join(TRAINED_POLICIES) if TRAINED_POLICIES else "__none__",
     priority: 10  # a hint: when both are ready, train models before downstream jobs
+    conda:
+        "../envs/downstream.yaml"
+    threads: 2
     resources:
         mem_mb=CPU_MEM_MB if DEMO else mem_mb_for(0.1, train=True),
         runtime=30,
         gpu=0 if DEMO else 1,
-    conda:
-        "../envs/downstream.yaml"
+    params:
+        prompts=canon(PROMPTS),
+        train=canon(POLICY_TRAIN_CFG),
+        seed=SEED,
     script:
         "../workflow_scripts/train_demo_policy.py"

@@ -20,10 +20,7 @@ PPO_JUDGE_CALIBRATION = "results/bon/judge_calibration.json"  # rule calibrate_j
 PPO_POLICY_PATH = {p: policy_spec(p)["path"] for p in POLICIES}
 PPO_POLICY_TRUST = {p: bool(config["policies"][p].get("trust_remote_code", False)) for p in POLICIES}
 PPO_POLICY_B = {p: _params_b(config["policies"][p], 0.5) for p in POLICIES}
-PPO_RM_B = {
-    r: _params_b(rm_entry(r), 0.5) if kind_info(rm_entry(r)["kind"]).uses_gpu else 0.0
-    for r in RMS
-}
+PPO_RM_B = {r: _params_b(rm_entry(r), 0.5) if kind_info(rm_entry(r)["kind"]).uses_gpu else 0.0 for r in RMS}
 # RM spec + the runtime keys the scoring stage also passes (seed, lengths, no progress bars)
 PPO_RM_SPEC = {
     r: {
@@ -41,10 +38,27 @@ PPO_JUDGE_CFG = without_resource_keys(
 )
 # Each job gets the ppo keys it reads (PPO_TRAIN / PPO_EVAL below): editing an
 # evaluation or table setting does not retrain, editing ppo.bootstrap reruns only the table.
-PPO_TRAIN = pick(PPO, ["actor_lr", "critic_lr", "batch_size", "mini_batch_size", "ppo_epochs", "total_episodes",
-                       "response_length", "temperature", "kl_coef", "nan_reward", "save_steps",
-                       "per_device_batch_size", "local_rollout_forward_batch_size", "gradient_checkpointing",
-                       "max_prompt_tokens", "gpus"])
+PPO_TRAIN = pick(
+    PPO,
+    [
+        "actor_lr",
+        "critic_lr",
+        "batch_size",
+        "mini_batch_size",
+        "ppo_epochs",
+        "total_episodes",
+        "response_length",
+        "temperature",
+        "kl_coef",
+        "nan_reward",
+        "save_steps",
+        "per_device_batch_size",
+        "local_rollout_forward_batch_size",
+        "gradient_checkpointing",
+        "max_prompt_tokens",
+        "gpus",
+    ],
+)
 # GPUs of each train_ppo job from the memory plan (prbench.ppo_memory): ppo.gpus, else the smallest
 # count that fits resources.gpu_mem_gb; a plan that does not fit stops here, naming the keys.
 PPO_GPUS = {}
@@ -68,23 +82,23 @@ rule ppo_base_answers:
         policy=policy_model_input,
     output:
         "results/ppo/{policy}/base_answers.jsonl",
+    log:
+        "logs/ppo/{policy}/base_answers.log",
+    benchmark:
+        "job_times/ppo/{policy}/base_answers.tsv"
+    conda:
+        "../envs/downstream.yaml"
+    threads: 1 if DEMO else 4
+    resources:
+        mem_mb=lambda wc: mem_mb_for(PPO_POLICY_B[wc.policy]),
+        runtime=30 if DEMO else 240,
+        gpu=lambda wc: gpus_for(PPO_POLICY_B[wc.policy]),
     params:
         prompts=canon(PROMPTS),
         policy_path=lambda wc: PPO_POLICY_PATH[wc.policy],
         trust_remote_code=lambda wc: PPO_POLICY_TRUST[wc.policy],
         ppo=PPO_EVAL,
         seed=SEED,
-    log:
-        "logs/ppo/{policy}/base_answers.log",
-    benchmark:
-        "job_times/ppo/{policy}/base_answers.tsv"
-    threads: 1 if DEMO else 4
-    resources:
-        mem_mb=lambda wc: mem_mb_for(PPO_POLICY_B[wc.policy]),
-        runtime=30 if DEMO else 240,
-        gpu=lambda wc: gpus_for(PPO_POLICY_B[wc.policy]),
-    conda:
-        "../envs/downstream.yaml"
     script:
         "../workflow_scripts/ppo_base_answers.py"
 
@@ -98,6 +112,19 @@ rule train_ppo:
         model=directory("results/ppo/{policy}/{rm}/model"),
         train_log="results/ppo/{policy}/{rm}/train_log.csv",
         summary="results/ppo/{policy}/{rm}/train_summary.json",
+    log:
+        "logs/ppo/{policy}/{rm}/train.log",
+    benchmark:
+        "job_times/ppo/{policy}/{rm}/train.tsv"
+    conda:
+        "../envs/downstream.yaml"
+    threads: 1 if DEMO else 8
+    resources:
+        # host memory: policy + critic trained, reference policy and RM loaded
+        mem_mb=lambda wc: mem_mb_for(2 * PPO_POLICY_B[wc.policy] + PPO_RM_B[wc.rm], train=True),
+        runtime=30 if DEMO else 24 * 60,
+        # one training process per GPU, the RM on one more when > 1 (prbench.ppo_launch)
+        gpu=lambda wc: 0 if DEMO else PPO_GPUS[(wc.policy, wc.rm)],
     params:
         prompts=canon(PROMPTS),
         policy_path=lambda wc: PPO_POLICY_PATH[wc.policy],
@@ -106,19 +133,6 @@ rule train_ppo:
         ppo=PPO_TRAIN,
         seed=SEED,
         out_dir=lambda wc: f"results/ppo/{wc.policy}/{wc.rm}",
-    log:
-        "logs/ppo/{policy}/{rm}/train.log",
-    benchmark:
-        "job_times/ppo/{policy}/{rm}/train.tsv"
-    threads: 1 if DEMO else 8
-    resources:
-        # host memory: policy + critic trained, reference policy and RM loaded
-        mem_mb=lambda wc: mem_mb_for(2 * PPO_POLICY_B[wc.policy] + PPO_RM_B[wc.rm], train=True),
-        runtime=30 if DEMO else 24 * 60,
-        # one training process per GPU, the RM on one more when > 1 (prbench.ppo_launch)
-        gpu=lambda wc: 0 if DEMO else PPO_GPUS[(wc.policy, wc.rm)],
-    conda:
-        "../envs/downstream.yaml"
     script:
         "../workflow_scripts/train_ppo.py"
 
@@ -133,6 +147,19 @@ rule eval_ppo:
         judge_model=replica_input(JUDGE["model"]),
     output:
         "results/{method}/{policy}/{rm}/eval_judged.jsonl",
+    log:
+        "logs/{method}/{policy}/{rm}/eval.log",
+    benchmark:
+        "job_times/{method}/{policy}/{rm}/eval.tsv"
+    wildcard_constraints:
+        method="|".join(TRAINED_METHODS) if TRAINED_METHODS else "__none__",
+    conda:
+        "../envs/downstream.yaml"
+    threads: 1 if DEMO else 4
+    resources:
+        mem_mb=lambda wc: mem_mb_for(PPO_JUDGE_B + PPO_POLICY_B[wc.policy]),
+        runtime=30 if DEMO else 12 * 60,
+        gpu=lambda wc: gpus_for(PPO_JUDGE_B + PPO_POLICY_B[wc.policy]),
     params:
         prompts=canon(PROMPTS),
         trust_remote_code=lambda wc: PPO_POLICY_TRUST[wc.policy],
@@ -140,19 +167,6 @@ rule eval_ppo:
         cache=PPO_JUDGE_CACHE,
         ppo=PPO_EVAL,
         seed=SEED,
-    log:
-        "logs/{method}/{policy}/{rm}/eval.log",
-    benchmark:
-        "job_times/{method}/{policy}/{rm}/eval.tsv"
-    wildcard_constraints:
-        method="|".join(TRAINED_METHODS) if TRAINED_METHODS else "__none__",
-    threads: 1 if DEMO else 4
-    resources:
-        mem_mb=lambda wc: mem_mb_for(PPO_JUDGE_B + PPO_POLICY_B[wc.policy]),
-        runtime=30 if DEMO else 12 * 60,
-        gpu=lambda wc: gpus_for(PPO_JUDGE_B + PPO_POLICY_B[wc.policy]),
-    conda:
-        "../envs/downstream.yaml"
     script:
         "../workflow_scripts/eval_ppo.py"
 
@@ -162,20 +176,20 @@ rule ppo_table:
         judged=expand("results/ppo/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=RMS),
     output:
         "results/tables/ppo.csv",
-    params:
-        runs=[[p, r] for p in POLICIES for r in RMS],
-        bootstrap=PPO.get("bootstrap", 1000),
-        seed=SEED,
     log:
         "logs/ppo/ppo_table.log",
     benchmark:
         "job_times/ppo/ppo_table.tsv"
+    conda:
+        "../envs/downstream.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        "../envs/downstream.yaml"
+    params:
+        runs=[[p, r] for p in POLICIES for r in RMS],
+        bootstrap=PPO.get("bootstrap", 1000),
+        seed=SEED,
     script:
         "../workflow_scripts/ppo_table.py"
 
@@ -185,20 +199,20 @@ rule judged_measures:
         judged=expand("results/{{method}}/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=RMS),
     output:
         "results/downstream/{method}.csv",
-    params:
-        runs=[[p, r] for p in POLICIES for r in RMS],
     log:
         "logs/{method}/measures.log",
     benchmark:
         "job_times/{method}/measures.tsv"
     wildcard_constraints:
         method="|".join(TRAINED_METHODS) if TRAINED_METHODS else "__none__",
+    conda:
+        "../envs/downstream.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        "../envs/downstream.yaml"
+    params:
+        runs=[[p, r] for p in POLICIES for r in RMS],
     script:
         "../workflow_scripts/judged_measures.py"
 

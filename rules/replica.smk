@@ -15,21 +15,21 @@ REPLICA_DATA_FILES = data_files(REPLICA_DATA_DIR)
 rule replica_data:
     output:
         [f for files in REPLICA_DATA_FILES.values() for f in files],
+    log:
+        "logs/replica/data.log",
+    benchmark:
+        "job_times/replica/data.tsv"
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
     params:
         # the data folder: first output is {out_dir}/personalized/{subset}/{split}.jsonl
         out_dir=lambda wildcards, output: str(Path(output[0]).parents[2]),
         data=REPLICA.get("data", {}),
         seed=REPLICA.get("seed", 0),
-    log:
-        "logs/replica/data.log",
-    benchmark:
-        "job_times/replica/data.tsv"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    conda:
-        "../envs/data.yaml"
     script:
         "../workflow_scripts/replica_data.py"
 
@@ -37,22 +37,22 @@ rule replica_data:
 rule replica_model:
     output:
         directory(f"{REPLICA_MODEL_DIR}/{{replica}}"),
-    wildcard_constraints:
-        replica="|".join(REPLICA_MODELS) if REPLICA_MODELS else "__none__",
-    params:
-        spec=lambda wildcards: REPLICA_MODELS[wildcards.replica],
-        seed=REPLICA.get("seed", 0),
     log:
         "logs/replica/model_{replica}.log",
     benchmark:
         "job_times/replica/model_{replica}.tsv"
-    threads: 1
+    wildcard_constraints:
+        replica="|".join(REPLICA_MODELS) if REPLICA_MODELS else "__none__",
     priority: 20
+    conda:
+        "../envs/models.yaml"
+    threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        "../envs/models.yaml"
+    params:
+        spec=lambda wildcards: REPLICA_MODELS[wildcards.replica],
+        seed=REPLICA.get("seed", 0),
     script:
         "../workflow_scripts/replica_model.py"
 

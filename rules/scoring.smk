@@ -10,23 +10,23 @@ rule score_benchmark:
     output:
         pairs="results/scores/{rm}/{bench}.pairs.jsonl",
         accuracy="results/scores/{rm}/{bench}.accuracy.json",
+    log:
+        "logs/scoring/{rm}/{bench}.log",
+    benchmark:
+        "job_times/scoring/{rm}/{bench}.tsv"
+    conda:
+        "../envs/models.yaml"
+    threads: 2
+    resources:
+        mem_mb=rm_mem_mb,
+        runtime=30 if DEMO else 240,
+        gpu=rm_gpus,
     params:
         prompts=canon(PROMPTS),
         spec=lambda wildcards: rm_spec(wildcards.rm),
         scoring=pick(config["scoring"], ["max_length", "max_tokens_per_batch"]),
         seed=SEED,
         bench_kind=lambda wildcards: config["data"].get("baselines", {}).get(wildcards.bench, {}).get("kind"),
-    log:
-        "logs/scoring/{rm}/{bench}.log",
-    benchmark:
-        "job_times/scoring/{rm}/{bench}.tsv"
-    threads: 2
-    resources:
-        mem_mb=rm_mem_mb,
-        runtime=30 if DEMO else 240,
-        gpu=rm_gpus,
-    conda:
-        "../envs/models.yaml"
     script:
         "../workflow_scripts/score_benchmark.py"
 
@@ -37,20 +37,20 @@ rule accuracy_table:
         pairs=expand("results/scores/{rm}/{bench}.pairs.jsonl", rm=RMS, bench=BENCHMARKS),
     output:
         "results/tables/benchmark_accuracy.csv",
-    params:
-        # the table recomputes the CIs from the pairs, so scoring.bootstrap reruns only this job
-        bootstrap=config["scoring"]["bootstrap"],
-        seed=SEED,
     log:
         "logs/scoring/accuracy_table.log",
     benchmark:
         "job_times/scoring/accuracy_table.tsv"
+    conda:
+        "../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=5,
-    conda:
-        "../envs/analysis.yaml"
+    params:
+        # the table recomputes the CIs from the pairs, so scoring.bootstrap reruns only this job
+        bootstrap=config["scoring"]["bootstrap"],
+        seed=SEED,
     script:
         "../workflow_scripts/accuracy_table.py"
 
