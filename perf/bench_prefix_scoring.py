@@ -129,7 +129,8 @@ def main() -> None:
         for k in feats:
             f, p = min(times[(k, "full")]), min(times[(k, "prefix")])
             speed[k] = f / p
-            print(f"{k}: full {f:.2f} s, prefix {p:.2f} s (runs full {', '.join(f'{t:.2f}' for t in times[(k, 'full')])}; "
+            print(f"{k}: full {f:.2f} s, prefix {p:.2f} s "
+                  f"(runs full {', '.join(f'{t:.2f}' for t in times[(k, 'full')])}; "
                   f"prefix {', '.join(f'{t:.2f}' for t in times[(k, 'prefix')])})")
         tok_full, tok_cached = rm.prefix.tokens_saved(feats["bon"])
         d = max(diffs)

@@ -83,8 +83,10 @@ def main() -> None:
             times[way].append(time.perf_counter() - t0)
     np.testing.assert_allclose(scores["bucketed"], scores["naive"], rtol=1e-4, atol=1e-5)
     naive, bucketed = min(times["naive"]), min(times["bucketed"])
-    print(f"naive    {naive:8.2f} s  {len(feats) / naive:8.1f} responses/s  (runs: {', '.join(f'{t:.2f}' for t in times['naive'])})")
-    print(f"bucketed {bucketed:8.2f} s  {len(feats) / bucketed:8.1f} responses/s  (runs: {', '.join(f'{t:.2f}' for t in times['bucketed'])})")
+    print(f"naive    {naive:8.2f} s  {len(feats) / naive:8.1f} responses/s  "
+          f"(runs: {', '.join(f'{t:.2f}' for t in times['naive'])})")
+    print(f"bucketed {bucketed:8.2f} s  {len(feats) / bucketed:8.1f} responses/s  "
+          f"(runs: {', '.join(f'{t:.2f}' for t in times['bucketed'])})")
     print(f"max |score difference| = {np.max(np.abs(scores['bucketed'] - scores['naive'])):.2e}")
     speedup = naive / bucketed
     print(f"speed-up {speedup:.2f}x (target >= 1.5x): {'PASS' if speedup >= 1.5 else 'FAIL'}")

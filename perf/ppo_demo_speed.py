@@ -73,12 +73,14 @@ def main():
         pol, prompts = REPO / "results/models/policy/demo_policy", REPO / "results/data/prompts/train.jsonl"
         rm_dir = REPO / f"results/models/rm/{a.rm}"
         entry = cfg["reward_models"].get(a.rm, {})
-        if pol.exists() and prompts.exists() and (rm_dir.exists() or entry.get("kind") in ("length",) or "from_policy" in entry):
+        if pol.exists() and prompts.exists() and (
+                rm_dir.exists() or entry.get("kind") in ("length",) or "from_policy" in entry):
             spec = dict(entry, name=a.rm, path=str(pol if "from_policy" in entry else rm_dir), seed=cfg["seed"],
                         max_length=cfg["scoring"]["max_length"], progress=False)
             what = f"real demo artifacts, rm={a.rm}"
         else:
-            what = "stand-in models (demo models not built yet), " + ("demo prompts" if prompts.exists() else "synthetic prompts")
+            what = "stand-in models (demo models not built yet), " + (
+                "demo prompts" if prompts.exists() else "synthetic prompts")
             pol, spec, prompts = stand_in(tmp, cfg, prompts)
         t0 = time.time()
         res = train_ppo(str(pol), spec, prompts, tmp / "out", tmp / "out/model", tmp / "out/train_log.csv",

@@ -74,7 +74,7 @@ def write_world(
     for r, rm in enumerate(rms):
         for bench, items, skill in (("personalized", qids, pers_skill[r]), ("general", gen, gen_skill[r])):
             rows = []
-            for j, (grp, q) in enumerate(items):
+            for grp, q in items:
                 correct = bool(rng.random() < skill)
                 tie = (not correct) and rng.random() < 0.05
                 rows.append({

@@ -102,7 +102,7 @@ def test_curves_oracle_dominates_and_good_rm_rises():
     ks = [1, 2, 4, 8]
     curves, table = bon.bon_curves(samples, judged, rms, ks, 8, "pol", seed=0, n_boot=200)
     assert set(curves) == {"good", "noise", "flaky", "_oracle", "_random"}
-    for name, df in curves.items():
+    for df in curves.values():
         assert list(df.columns) == bon.CURVE_COLUMNS
     ora = curves["_oracle"].set_index(["question_id", "estimator", "k"])["judge_score"]
     for name in ("good", "noise", "flaky"):
@@ -206,7 +206,8 @@ def test_select_shard_merge(tmp_path):
         paths.append(str(p))
     bon.merge_samples(paths, tmp_path / "m.jsonl", n=2)
     merged = read_jsonl(tmp_path / "m.jsonl")
-    assert [(r["question_id"], r["sample_idx"]) for r in merged] == sorted((r["question_id"], j) for r in sel for j in (0, 1))
+    assert [(r["question_id"], r["sample_idx"]) for r in merged] == sorted(
+        (r["question_id"], j) for r in sel for j in (0, 1))
     with pytest.raises(ValueError, match="exactly bon.n=3"):
         bon.merge_samples(paths, tmp_path / "m2.jsonl", n=3)
 
@@ -251,7 +252,8 @@ def test_stage_functions_end_to_end(tmp_path):
                for p in prompts for j, a in enumerate(answers)]
     write_jsonl(tmp_path / "samples.jsonl", samples)
     keys = [{"pair_id": p["question_id"], "question_id": p["question_id"], "subset": "S",
-             "rubric_aspects": [{"aspect": "likes jazz", "evidence": "", "reason": ""}], "narrative": ""} for p in prompts]
+             "rubric_aspects": [{"aspect": "likes jazz", "evidence": "", "reason": ""}], "narrative": ""}
+            for p in prompts]
     write_jsonl(tmp_path / "keys.jsonl", keys)
     rep = bon.score_bon(tmp_path / "samples.jsonl", tmp_path / "prompts.jsonl", {"name": "kw"},
                         tmp_path / "kw.jsonl", rm=KeywordRM())

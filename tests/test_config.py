@@ -112,7 +112,8 @@ def test_snakemake_stops_before_any_job(tmp_path, mutate, needle):
 
 @pytest.mark.parametrize("change, key", [
     (lambda e: e.pop("path"), r"reward_models.skywork_v2_llama8b: RM kind 'classifier' needs exactly one model source"),
-    (lambda e: e.update(from_policy="qwen25_05b"), r"reward_models.skywork_v2_llama8b: .*found \['path', 'from_policy'\]"),
+    (lambda e: e.update(from_policy="qwen25_05b"),
+     r"reward_models.skywork_v2_llama8b: .*found \['path', 'from_policy'\]"),
     (lambda e: e.update(kind="length", use_profile=True), r"reward_models.skywork_v2_llama8b.use_profile"),
     (lambda e: e.update(kind="nope"), r"reward_models.skywork_v2_llama8b.kind"),
 ])
@@ -180,6 +181,7 @@ def test_schema_is_the_only_source_of_defaults():
     assert with_defaults({"kind": "rewardbench", "source": "x"}, "data.baselines.general")["split"] == "train"
     # filling never aliases the schema's own default objects
     with_defaults({}, "prompts")["files"]["policy_user"] = "x.txt"
-    assert with_defaults({}, "prompts")["files"] == {} and section_schema("prompts")["properties"]["files"]["default"] == {}
+    assert (with_defaults({}, "prompts")["files"] == {}
+            and section_schema("prompts")["properties"]["files"]["default"] == {})
     with pytest.raises(ConfigError, match="config key demo_training.policy.heads"):
         with_defaults({"heads": 0}, "demo_training.policy")

@@ -45,7 +45,7 @@ def _ndcg_sklearn(x, y):
 def outputs(tmp_path_factory):
     root = tmp_path_factory.mktemp("recompute")
     w = write_world(root, pairs_per_subset=12, eval_per_subset=6, general_pairs=24, ppo=False)
-    for i, (_, rm, path) in enumerate(w["bon_files"]):
+    for i, (_, _rm, path) in enumerate(w["bon_files"]):
         df = pd.read_csv(path)
         fk = df.estimator == "first_k"
         k1 = fk & (df.k == 1)

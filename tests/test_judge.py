@@ -163,7 +163,8 @@ def _examples(offset=0):
     ex = []
     for i, (t, desc) in enumerate(TOPICS):
         other = TOPICS[(i + 3) % len(TOPICS)][1]
-        ex.append({"question": "What should I do this weekend?", "aspects": [f"Enjoys {desc}.", f"Wants ideas about {t}."],
+        ex.append({"question": "What should I do this weekend?",
+                   "aspects": [f"Enjoys {desc}.", f"Wants ideas about {t}."],
                    "chosen": f"Try some {desc}. It is a great way to spend time on {t}.",
                    "rejected": f"Maybe try {other}. Or just rest at home and watch TV."})
     return ex
@@ -176,7 +177,8 @@ def test_minilm_calibration_and_validity(tmp_path, minilm_encoder):
     cal = J.calibrate_minilm(judge, _examples())
     assert cal["t1"] < cal["t2"] and cal["pos_mean"] > cal["neg_mean"]
     assert judge.judge_id.startswith("minilm:") and judge.judge_id == cal["judge_id"]
-    res = judge.judge([J.JudgeItem(e["question"], a, e["aspects"]) for e in _examples() for a in (e["chosen"], e["rejected"])])
+    res = judge.judge([J.JudgeItem(e["question"], a, e["aspects"])
+                       for e in _examples() for a in (e["chosen"], e["rejected"])])
     sc = np.array([r.score for r in res])
     assert (sc[0::2] > sc[1::2]).mean() >= 5 / 6
     assert all(set(r.ratings) <= {0, 1, 2} and r.failures == 0 for r in res)

@@ -60,14 +60,14 @@ def _flat(res):
 
 def test_concurrent_writers_lose_nothing_and_match_serial(tmp_path):
     items = _items()
-    n = len(items)
     # four jobs over overlapping slices (each item in 2-3 jobs), each with its own shard
     slices = [list(range(0, 35)), list(range(20, 60)), list(range(10, 50)), list(range(0, 60, 2))]
     serial = _flat(J.judge_items_cached(HashJudge(), items, tmp_path / "serial", "one.jsonl"))
     ctx = mp.get_context("fork")
     barrier = ctx.Barrier(len(slices))
     cache = tmp_path / "cache"
-    procs = [ctx.Process(target=_worker, args=(cache, f"job{i}.jsonl", idx, barrier, tmp_path / f"out{i}.json", 0.03 * i))
+    procs = [ctx.Process(target=_worker,
+                         args=(cache, f"job{i}.jsonl", idx, barrier, tmp_path / f"out{i}.json", 0.03 * i))
              for i, idx in enumerate(slices)]
     for p in procs:
         p.start()

@@ -3,7 +3,8 @@
 The scoring stage is checked in a scratch working directory: every output of the demo config's
 scoring stage is created there (inputs first, outputs newer), then a dry run for the stage's
 targets (every RM x benchmark and the table) with one more RM entry must list only the new RM's
-training and scoring jobs plus the table that aggregates all RMs. `--allowed-rules` confines the DAG to this stage, so the test does not depend on how the
+training and scoring jobs plus the table that aggregates all RMs. `--allowed-rules` confines the
+DAG to this stage, so the test does not depend on how the
 other stages' files are produced.
 """
 import os

@@ -59,7 +59,8 @@ def test_gumbel_sampler_matches_softmax_and_top_p():
     assert np.abs(freq - torch.softmax(logits[0], -1).numpy()).max() < 0.015
     # temperature 0.5 sharpens to softmax(2 * logits)
     proc = pol.GumbelSampler(seeds, prompt_len=3, temperature=0.5)
-    freq = np.bincount(proc(torch.zeros((n, 3), dtype=torch.long), logits.expand(n, -1)).argmax(-1).numpy(), minlength=5) / n
+    freq = np.bincount(proc(torch.zeros((n, 3), dtype=torch.long), logits.expand(n, -1)).argmax(-1).numpy(),
+                       minlength=5) / n
     assert np.abs(freq - torch.softmax(2 * logits[0], -1).numpy()).max() < 0.015
     # top_p 0.6 keeps only the two most likely tokens (p = 0.47, 0.17 cumulative 0.64)
     proc = pol.GumbelSampler(seeds, prompt_len=3, top_p=0.6)
@@ -116,7 +117,8 @@ def test_sft_examples_cover_answers_and_both_judge_orders():
     assert stats["answer"] == 80 and stats["judge"] + stats["judge_reference"] == 80 and stats["too_long"] == 0
     assert 0 < stats["judge"] < 80
     answers = [e["completion"][0]["content"] for e in ex if "Which answer" not in e["prompt"][0]["content"]]
-    assert answers.count("Try a quiet jazz film night at home.") == answers.count("Watch a loud action blockbuster.") == 40
+    assert (answers.count("Try a quiet jazz film night at home.")
+            == answers.count("Watch a loud action blockbuster.") == 40)
     judge = [e for e in ex if "Which answer" in e["prompt"][0]["content"]]
     for e in judge:
         text, target = e["prompt"][0]["content"], e["completion"][0]["content"]

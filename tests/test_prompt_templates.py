@@ -41,7 +41,8 @@ def test_top_k_and_missing_categories():
     text = P.render_profile(POSTS, (), top_k=1, post_format=tpl.post_format)
     assert text == f"Post 1 (Category: {P.UNKNOWN_CATEGORY}):\nLoved the noir retrospective."
     assert P.render_profile(POSTS, CATS, post_format="- [{category}] {text}") == \
-        "- [Art_and_Entertainment] Loved the noir retrospective.\n- [Lifestyle_and_Personal_Development] Baked rye bread."
+        "- [Art_and_Entertainment] Loved the noir retrospective.\n" \
+        "- [Lifestyle_and_Personal_Development] Baked rye bread."
 
 
 def test_compact_set_is_the_legacy_layout():

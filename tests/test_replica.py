@@ -44,7 +44,8 @@ def test_qwen_replica_loads_like_qwen25_instruct(qwen_dir):
                     "<|im_start|>user\nHow do I start painting?<|im_end|>\n<|im_start|>assistant\n")
     with_system = tok.apply_chat_template([{"role": "system", "content": "S"}, {"role": "user", "content": "U"},
                                            {"role": "assistant", "content": "A"}], tokenize=False)
-    assert with_system == "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\nA<|im_end|>\n"
+    assert with_system == ("<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n"
+                           "<|im_start|>assistant\nA<|im_end|>\n")
     ids = tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True)
     ids = ids["input_ids"] if hasattr(ids, "keys") else ids
     assert ids[0] == tok.convert_tokens_to_ids("<|im_start|>")
@@ -133,8 +134,10 @@ def test_replica_data_in_hub_schemas(tmp_path):
             drops = DropLog("replica")
             rows = personalized.load_rows(str(tmp_path / "personalized"), subset, split, drops)
             assert len(rows) == 4 and drops.kept == 4 and all(r.posts and r.rubric_aspects for r in rows)
-    test_q = {r["question"] + r["chosen"] for r in map(json.loads, open(tmp_path / "personalized/Art_and_Entertainment/test.jsonl"))}
-    train_q = {r["question"] + r["chosen"] for r in map(json.loads, open(tmp_path / "personalized/Art_and_Entertainment/train.jsonl"))}
+    test_q = {r["question"] + r["chosen"]
+              for r in map(json.loads, open(tmp_path / "personalized/Art_and_Entertainment/test.jsonl"))}
+    train_q = {r["question"] + r["chosen"]
+               for r in map(json.loads, open(tmp_path / "personalized/Art_and_Entertainment/train.jsonl"))}
     assert not test_q & train_q
     drops = DropLog("replica")
     rb = rewardbench.load_pairs(str(tmp_path / "rewardbench"), "filtered", "rewardbench", drops)

@@ -215,7 +215,8 @@ def test_adapter_choice_and_errors_name_the_key(replicas, tmp_path):
     assert choose_adapter({"architectures": ["LlamaForSequenceClassification"]}, key).name == "sequence_classifier"
     assert choose_adapter({"auto_map": {"AutoModelForSequenceClassification": "m.C"}}, key).name == "score_output"
     assert choose_adapter({"auto_map": {"AutoModel": "m.C"}, "reward_token_id": 5}, key).name == "reward_token"
-    assert choose_adapter({"architectures": ["LlamaForCausalLM"]}, key, "sequence_classifier").name == "sequence_classifier"
+    assert choose_adapter({"architectures": ["LlamaForCausalLM"]}, key,
+                          "sequence_classifier").name == "sequence_classifier"
     with pytest.raises(ValueError, match=r"reward_models.x.*no RM adapter.*LlamaForCausalLM.*reward_models.x.adapter"):
         choose_adapter({"architectures": ["LlamaForCausalLM"]}, key)
     with pytest.raises(ValueError, match=r"reward_models.x.adapter: unknown adapter"):

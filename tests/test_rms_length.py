@@ -15,7 +15,8 @@ def test_length_words_and_chars():
 
 def test_length_compare_ties_and_bad_unit():
     rm = load_reward_model({"name": "len", "kind": "length"})
-    out = rm.compare([PairRequest("Q?", "a b c", "a b"), PairRequest("Q?", "a b", "c d"), PairRequest("Q?", "x", "y z")])
+    out = rm.compare([PairRequest("Q?", "a b c", "a b"), PairRequest("Q?", "a b", "c d"),
+                      PairRequest("Q?", "x", "y z")])
     np.testing.assert_array_equal(out.prefs, [1.0, 0.5, 0.0])
     with pytest.raises(ValueError, match=r"reward_models\.len\.length_unit"):
         load_reward_model({"name": "len", "kind": "length", "length_unit": "tokens"})

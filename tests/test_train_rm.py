@@ -43,7 +43,8 @@ def test_sample_mix_fractions_seeded_and_errors(files):
 
 def test_collator_stacks_chosen_then_rejected_with_token_types():
     batch = PairCollator(pad_token_id=0)([
-        {"chosen_ids": [1, 2, 3], "rejected_ids": [4], "chosen_token_type_ids": [0, 1, 1], "rejected_token_type_ids": [0]},
+        {"chosen_ids": [1, 2, 3], "rejected_ids": [4],
+         "chosen_token_type_ids": [0, 1, 1], "rejected_token_type_ids": [0]},
         {"chosen_ids": [5], "rejected_ids": [6, 7], "chosen_token_type_ids": [0], "rejected_token_type_ids": [0, 1]},
     ])
     assert batch["input_ids"].tolist() == [[1, 2, 3], [5, 0, 0], [4, 0, 0], [6, 7, 0]]

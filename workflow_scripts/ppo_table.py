@@ -1,4 +1,5 @@
-"""Snakemake entry point (rules ppo_table, grpo_table): results/tables/{ppo,grpo}.csv from every\nrun's eval_judged.jsonl."""
+"""Snakemake entry point (rules ppo_table, grpo_table): results/tables/{ppo,grpo}.csv from every
+run's eval_judged.jsonl."""
 from prbench.log import setup_logging
 from prbench.policy_eval import write_ppo_table
 

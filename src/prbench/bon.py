@@ -411,7 +411,8 @@ def merge_samples(shard_paths: Sequence[str], out_path: str, n: int | None = Non
             per_q[q] += 1
         bad = {q: c for q, c in per_q.items() if c != n}
         if bad:
-            raise ValueError(f"merge_samples: questions without exactly bon.n={n} samples: {dict(list(bad.items())[:5])}")
+            raise ValueError(
+                f"merge_samples: questions without exactly bon.n={n} samples: {dict(list(bad.items())[:5])}")
     return write_jsonl(out_path, rows)
 
 
@@ -424,7 +425,8 @@ def aspects_by_question(judge_key_rows: Sequence[dict]) -> dict[str, list[str]]:
     for i, row in enumerate(judge_key_rows):
         asp = row.get("rubric_aspects")
         if not isinstance(asp, list) or not asp:
-            raise ValueError(f"judge key row {i} (pair {row.get('pair_id')}): field 'rubric_aspects' must be a non-empty list")
+            raise ValueError(
+                f"judge key row {i} (pair {row.get('pair_id')}): field 'rubric_aspects' must be a non-empty list")
         texts = [a["aspect"] if isinstance(a, dict) else str(a) for a in asp]
         out.setdefault(row["question_id"], texts)
     return out
@@ -471,7 +473,8 @@ def score_bon(samples_path: str, prompts_path: str, rm_spec: dict, out_path: str
         p = prompts.get(r["question_id"])
         if p is None:
             raise ValueError(f"{samples_path}: question {r['question_id']} not in {prompts_path}")
-        reqs.append(ScoreRequest(p["question"], r["answer"], tuple(p["profile"]), tuple(p.get("profile_categories", ()))))
+        reqs.append(ScoreRequest(p["question"], r["answer"], tuple(p["profile"]),
+                                 tuple(p.get("profile_categories", ()))))
     if rm is None:
         from .rms import load_reward_model
 

@@ -1,7 +1,8 @@
 """Which benchmark predicts downstream quality? Rank correlations across RMs, with a question bootstrap.
 
 Benchmark scores (per RM): accuracy (mean pair credit, as in the scoring stage: strict
-chosen > rejected for pointwise RMs, the judge's preference for pairwise ones) on the personalized benchmark overall and per subset, and on each baseline overall
+chosen > rejected for pointwise RMs, the judge's preference for pairwise ones) on the
+personalized benchmark overall and per subset, and on each baseline overall
 and per section, read from ``results/scores/{rm}/{bench}.pairs.jsonl``.
 
 Downstream measures (per RM and policy): every (method, estimator, measure, k) of the tidy

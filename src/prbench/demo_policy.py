@@ -123,17 +123,19 @@ def build_sft_examples(pairs: Sequence[dict], tok, max_length: int, seed: int,
         q, prof, c, r = p["question"], list(p["profile"]), p["chosen"], p["rejected"]
         pid = p.get("pair_id", i)
         for ans in (c, r):
-            add("answer", lambda k, ans=ans: P.policy_messages(q, prof[:k]), ans, len(prof))
+            add("answer", lambda k, q=q, prof=prof: P.policy_messages(q, prof[:k]), ans, len(prof))
         u = (stable_seed(seed, "judge_group", pid) % 100000) / 100000
         if u < judge_fraction:
             for a, b, res in ((c, r, "Result: A"), (r, c, "Result: B")):
-                add("judge", lambda k, a=a, b=b: P.pairwise_judge_messages(q, a, b, prof[:k]), res, len(prof))
+                add("judge", lambda k, a=a, b=b, q=q, prof=prof: P.pairwise_judge_messages(q, a, b, prof[:k]),
+                    res, len(prof))
         elif u < judge_fraction + reference_fraction:
             for ans, wins in ((c, True), (r, False)):
                 first = stable_seed(seed, "ref_order", pid, wins) % 2 == 0
                 a, b = (ans, reference_answer) if first else (reference_answer, ans)
                 res = "Result: A" if first == wins else "Result: B"
-                add("judge_reference", lambda k, a=a, b=b: P.pairwise_judge_messages(q, a, b, prof[:k]), res,
+                add("judge_reference",
+                    lambda k, a=a, b=b, q=q, prof=prof: P.pairwise_judge_messages(q, a, b, prof[:k]), res,
                     len(prof))
     return ex, stats
 

@@ -64,7 +64,8 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[dict]) -> int:
     path = Path(path)
     n = 0
     with _atomic_write(path) as tmp:
-        opener = gzip.open(tmp, "wt", encoding="utf-8") if str(path).endswith(".gz") else open(tmp, "w", encoding="utf-8")
+        opener = (gzip.open(tmp, "wt", encoding="utf-8") if str(path).endswith(".gz")
+                  else open(tmp, "w", encoding="utf-8"))
         with opener as fh:
             for row in rows:
                 fh.write(json.dumps(row, ensure_ascii=False, sort_keys=False) + "\n")

@@ -62,7 +62,8 @@ def prepare_tokenizer(tok):
 
 def policy_prompt(tok, row: dict) -> str:
     return P.render_chat(tok, P.policy_messages(row["question"], row.get("profile", ()),
-                                                    categories=row.get("profile_categories", ())), add_generation_prompt=True)
+                                                    categories=row.get("profile_categories", ())),
+                         add_generation_prompt=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,7 +198,8 @@ def generate_answers_vllm(path: str, prompts: Sequence[dict], n: int = 1, temper
     tok = llm.get_tokenizer()  # pragma: no cover
     texts = [policy_prompt(tok, r) for r in prompts]  # pragma: no cover
     sampling = vllm_sampling_kwargs(0.0 if greedy else temperature, top_p, top_k, repetition_penalty)
-    params = [SamplingParams(n=n, max_tokens=max_new_tokens, seed=stable_seed(seed, r.get("question_id", i)), **sampling)
+    params = [SamplingParams(n=n, max_tokens=max_new_tokens, seed=stable_seed(seed, r.get("question_id", i)),
+                             **sampling)
               for i, r in enumerate(prompts)]
     outs = llm.generate(texts, params, use_tqdm=True)  # pragma: no cover
     return [[o.text.strip() for o in res.outputs] for res in outs]  # pragma: no cover

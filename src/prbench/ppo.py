@@ -128,7 +128,8 @@ def resolve_settings(ppo_cfg: dict, n_prompts: int, n_procs: int | None = None) 
     s["gradient_accumulation"] = s["local_mini_batch_size"] // s["micro_batch_size"]
     s["rollout_chunk"] = min(s["local_batch_size"], s["local_rollout_forward_batch_size"] or 64)
     if s["batch_size"] > n_prompts:
-        raise ValueError(f"config key ppo.batch_size: {s['batch_size']} is larger than the {n_prompts} training prompts")
+        raise ValueError(
+            f"config key ppo.batch_size: {s['batch_size']} is larger than the {n_prompts} training prompts")
     if s["total_episodes"] is None:
         s["total_episodes"] = n_prompts
     s["total_steps"] = math.ceil(s["total_episodes"] / s["batch_size"])

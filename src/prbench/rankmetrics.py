@@ -268,15 +268,15 @@ def rbo_ext(x, y, p: float = 0.9, ties: str = "w") -> float:
     _check_rbo_args(p, ties)
     fx, fy = _flatten(x), _flatten(y)
     short, long_ = (fx, fy) if len(fx[0]) <= len(fy[0]) else (fy, fx)
-    s, l = len(short[0]), len(long_[0])
+    s, n_long = len(short[0]), len(long_[0])
     if s == 0:
         raise ValueError("RBO of an empty ranking is undefined")
     universe = list(dict.fromkeys(short[0] + long_[0]))
     index = {item: i for i, item in enumerate(universe)}
 
     def contrib(flat):
-        c = np.zeros((len(universe), l))
-        e = np.arange(l)
+        c = np.zeros((len(universe), n_long))
+        e = np.arange(n_long)
         for item, t, b in zip(*flat):
             if ties == "w":
                 c[index[item]] = e >= t
@@ -285,21 +285,21 @@ def rbo_ext(x, y, p: float = 0.9, ties: str = "w") -> float:
         return c
 
     cs, cl = contrib(short), contrib(long_)
-    overlap = (cs * cl).sum(0)  # seen overlap X_d, d = 1..l
-    depth = np.arange(1, l + 1)
-    agree = np.empty(l)
+    overlap = (cs * cl).sum(0)  # seen overlap X_d, d = 1..n_long
+    depth = np.arange(1, n_long + 1)
+    agree = np.empty(n_long)
     first = slice(0, s)
     if ties == "w":
         agree[first] = 2 * overlap[first] / (cs[:, first].sum(0) + cl[:, first].sum(0))
     else:
         agree[first] = overlap[first] / depth[first]
     a_s = agree[s - 1]
-    if l > s:
-        # depths s+1..l: the shorter list is unseen there; assume its new items overlap the longer
+    if n_long > s:
+        # depths s+1..n_long: the shorter list is unseen there; assume its new items overlap the longer
         # list's new items at the rate A_s, weighted by how much of each new item is in the prefix
         short_items = set(short[0])
         new_rows = [index[it] for it in long_[0] if it not in short_items]
-        rest = np.arange(s, l)
+        rest = np.arange(s, n_long)
         new_c = cl[new_rows][:, rest]
         with np.errstate(invalid="ignore"):
             mean_new = np.where((new_c > 0).any(0), new_c.sum(0) / np.maximum((new_c > 0).sum(0), 1), 0.0)
@@ -308,7 +308,7 @@ def rbo_ext(x, y, p: float = 0.9, ties: str = "w") -> float:
             agree[rest] = 2 * x_ext / (depth[rest] + cl[:, rest].sum(0))
         else:
             agree[rest] = x_ext / depth[rest]
-    tail = (overlap[l - 1] + (l - s) * a_s) / l * p ** (l + 1) / (1 - p)
+    tail = (overlap[n_long - 1] + (n_long - s) * a_s) / n_long * p ** (n_long + 1) / (1 - p)
     return float((1 - p) / p * ((agree * p**depth).sum() + tail))
 
 

@@ -180,7 +180,8 @@ class RewardAdapter(nn.Module):
         res = self.rm.score(list(requests))
         scores = np.asarray(res.scores, dtype=np.float64)
         if scores.shape != (len(requests),):
-            raise ValueError(f"RM {getattr(self.rm, 'name', '?')} returned {scores.shape} scores for {len(requests)} requests")
+            raise ValueError(
+                f"RM {getattr(self.rm, 'name', '?')} returned {scores.shape} scores for {len(requests)} requests")
         bad = ~np.isfinite(scores)
         n_bad = int(bad.sum())
         if n_bad:

@@ -95,7 +95,8 @@ def score_pairs(rm, rows: Sequence[dict]) -> tuple[list[dict], dict]:
                 key = (r["question"], tuple(r["profile"]), ans)
                 if key not in index:
                     index[key] = len(reqs)
-                    reqs.append(ScoreRequest(r["question"], ans, tuple(r["profile"]), tuple(r.get("profile_categories", ()))))
+                    reqs.append(ScoreRequest(r["question"], ans, tuple(r["profile"]),
+                                             tuple(r.get("profile_categories", ()))))
                 pair_slots.append(index[key])
             slots.append(pair_slots)
         info["responses"] = 2 * len(rows)
@@ -250,6 +251,8 @@ def accuracy_table(acc_paths: Sequence[str | Path], out_csv: str | Path,
         rows.extend(accuracy_rows(summary))
     df = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     level_order = {"overall": 0, "official": 1, "section": 2, "subset": 3}
-    df = df.assign(_lv=df["level"].map(level_order)).sort_values(["benchmark", "_lv", "group", "rm"]).drop(columns="_lv")
+    df = (df.assign(_lv=df["level"].map(level_order))
+          .sort_values(["benchmark", "_lv", "group", "rm"])
+          .drop(columns="_lv"))
     write_csv(out_csv, df)
     return df

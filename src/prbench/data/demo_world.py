@@ -174,7 +174,8 @@ def _rubric(world: World, user: User) -> tuple[list[dict], str]:
         aspects.append({
             "aspect": aspect_text(pole),
             "evidence": f"{ev['id']}: {ev['text']}",
-            "reason": f"The user's posts keep favoring {pole.adjs[2]} options, which shows they care about {pole.gloss}.",
+            "reason": f"The user's posts keep favoring {pole.adjs[2]} options, "
+                      f"which shows they care about {pole.gloss}.",
         })
         glosses.append(pole.gloss)
     narrative = (f"This user is into {world.label}. Across their posts they consistently value "
@@ -201,8 +202,9 @@ def personalized_split(world: World, subset: str, split: str, n_pairs: int, n_us
         question = rng.choice(QUESTION_TEMPLATES).format(topic=topic)
         good = [world.dims[d][p] for d, p in user.aspects]
         bad = [world.dims[d][1 - p] for d, p in user.aspects]
-        chosen, rejected = balanced_pair(rng, lambda: _answer(rng, world, good, topic),
-                                         lambda: _answer(rng, world, bad, topic), chosen_longer=(i % 2 == 0))
+        chosen, rejected = balanced_pair(rng, lambda good=good, topic=topic: _answer(rng, world, good, topic),
+                                         lambda bad=bad, topic=topic: _answer(rng, world, bad, topic),
+                                         chosen_longer=(i % 2 == 0))
         aspects, narrative = _rubric(world, user)
         rows.append({
             "id": f"{user.uid}-q{q_no}",

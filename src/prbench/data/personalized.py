@@ -59,7 +59,8 @@ def parse_row(rec: dict, subset: str, origin: str, row: int | str, pair: bool = 
         posts.append(text)
         cat = post.get("category")
         if cat is not None and not isinstance(cat, str):
-            raise DataError(f"{where(origin, row)}: field 'profile[{i}].category' must be str, got {type(cat).__name__}")
+            raise DataError(
+                f"{where(origin, row)}: field 'profile[{i}].category' must be str, got {type(cat).__name__}")
         cats.append(cat or "")
     # question-only rows (downstream source): judge keys may be absent, e.g. on a train split
     aspects = require(rec, "rubric_aspects", origin, row, list) if pair or rec.get("rubric_aspects") is not None else []

@@ -88,7 +88,9 @@ def _check_disjoint(train: list[dict], evals: list[dict], what: str) -> int:
     return len(texts)
 
 
-def _downstream(ds_cfg: dict, subsets: list[str], cached, top_k: int) -> tuple[list[dict], list[dict], list[dict], dict]:
+def _downstream(
+    ds_cfg: dict, subsets: list[str], cached, top_k: int
+) -> tuple[list[dict], list[dict], list[dict], dict]:
     """Train / eval prompt rows and eval judge keys from the downstream source (LaMP-QA schema)."""
     source = ds_cfg["source"]
     subs = ds_cfg["subsets"] or subsets

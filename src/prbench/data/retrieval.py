@@ -40,7 +40,8 @@ class DenseRetriever:
             cfg.num_hidden_layers = num_hidden_layers
             kwargs["config"] = cfg
         try:
-            self.model = AutoModel.from_pretrained(path, use_safetensors=True if use_safetensors is None else use_safetensors,
+            self.model = AutoModel.from_pretrained(path,
+                                                   use_safetensors=True if use_safetensors is None else use_safetensors,
                                                    **kwargs)
         except (OSError, EnvironmentError):
             if use_safetensors is not None:

@@ -79,7 +79,9 @@ def iter_hub(repo: str, name: str | None, split: str) -> Iterator[tuple[str, int
         yield label, i, dict(row)
 
 
-def iter_source(source: str, split: str, subset: str | None = None, key: str = "source") -> Iterator[tuple[str, int, dict]]:
+def iter_source(
+    source: str, split: str, subset: str | None = None, key: str = "source"
+) -> Iterator[tuple[str, int, dict]]:
     """Rows of one split: local `{source}[/{subset}]/{split}.jsonl` or the hub config `subset`."""
     if is_local(source):
         folder = Path(os.path.expanduser(source))

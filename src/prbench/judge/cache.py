@@ -113,7 +113,8 @@ def read_cache(cache_dir: str | Path, keys: set[str]) -> dict[str, JudgeResult]:
         for k, rec in recs.items():
             if k not in found:
                 found[k] = rec
-            elif [found[k][f] for f in ("score", "ratings", "failures")] != [rec[f] for f in ("score", "ratings", "failures")]:
+            elif ([found[k][f] for f in ("score", "ratings", "failures")]
+                  != [rec[f] for f in ("score", "ratings", "failures")]):
                 conflicts += 1
     if conflicts:
         log.warning("judge cache %s: %d item(s) judged differently in two shards (a nondeterministic judge?); "

@@ -18,7 +18,9 @@ from ..seeding import stable_seed
 from .base import JudgeItem, JudgeResult, RubricJudge, _result, log, parse_ratings
 
 # RUBRIC_TEMPLATE is the bundled default's text, kept for reference.
-RUBRIC_TEMPLATE = (_prompt_templates.TEMPLATE_ROOT / "default" / "rubric_user.txt").read_text(encoding="utf-8").rstrip("\n")
+RUBRIC_TEMPLATE = (
+    (_prompt_templates.TEMPLATE_ROOT / "default" / "rubric_user.txt").read_text(encoding="utf-8").rstrip("\n")
+)
 
 
 def rubric_messages(item: JudgeItem) -> list[dict]:

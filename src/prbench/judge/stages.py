@@ -43,7 +43,8 @@ def calibrate_judge_files(raw_files: Sequence[str], judge_cfg: dict, seed: int, 
     from ..io import write_json
 
     if judge_cfg.get("backend") != "minilm":
-        raise ValueError(f"config key judge.backend: only the minilm judge is calibrated (got {judge_cfg.get('backend')!r})")
+        raise ValueError(
+            f"config key judge.backend: only the minilm judge is calibrated (got {judge_cfg.get('backend')!r})")
     judge = MiniLMJudge(judge_cfg["model"], calibration=None, batch_size=minilm_batch_size(judge_cfg))
     cal = calibrate_minilm(judge, calibration_examples(raw_files, max_pairs, seed))
     cal["files"] = list(map(str, raw_files))

@@ -96,7 +96,7 @@ def rewardbench_rows(per_subset: int, seed: int) -> list[dict]:
     rng = random.Random(f"{seed}/rewardbench")
     rows, ident = [], 0
     for subset in REWARDBENCH_SUBSETS:
-        for i in range(per_subset):
+        for _ in range(per_subset):
             a, b = rng.randint(2, 40), rng.randint(2, 40)
             if subset.startswith("hep-"):
                 lang = subset.split("-", 1)[1]

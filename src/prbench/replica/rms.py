@@ -1,11 +1,17 @@
 """Builders of tiny reward-model replicas, one per interface of config.yaml's RMs.
 
-| builder | stands in for | interface |
-|---|---|---|
-| `build_seqcls_replica(out, "llama3")` | Skywork/Skywork-Reward-V2-Llama-3.1-8B | LlamaForSequenceClassification, Llama-3 header/eot template |
-| `build_seqcls_replica(out, "qwen3")` | Skywork/Skywork-Reward-V2-Qwen3-4B | Qwen3ForSequenceClassification, ChatML with Qwen3's think block |
-| `build_internlm2_reward_replica(out)` | internlm/internlm2-7b-reward | remote-code AutoModel, reward at `reward_token_id`, `get_score` |
-| `build_armorm_replica(out)` | RLHFlow/ArmoRM-Llama3-8B-v0.1 | remote-code classifier with `.score` (B,), pad-id row ends, a transformers-4 import |
+- `build_seqcls_replica(out, "llama3")`
+  - stands in for: Skywork/Skywork-Reward-V2-Llama-3.1-8B
+  - interface: LlamaForSequenceClassification, Llama-3 header/eot template
+- `build_seqcls_replica(out, "qwen3")`
+  - stands in for: Skywork/Skywork-Reward-V2-Qwen3-4B
+  - interface: Qwen3ForSequenceClassification, ChatML with Qwen3's think block
+- `build_internlm2_reward_replica(out)`
+  - stands in for: internlm/internlm2-7b-reward
+  - interface: remote-code AutoModel, reward at `reward_token_id`, `get_score`
+- `build_armorm_replica(out)`
+  - stands in for: RLHFlow/ArmoRM-Llama3-8B-v0.1
+  - interface: remote-code classifier with `.score` (B,), pad-id row ends, a transformers-4 import
 
 Weights are random (seeded), a few layers wide enough to give distinct scores; tokenizers are
 small byte-level BPEs carrying the family's real special tokens and chat-template structure.
@@ -44,7 +50,8 @@ FAMILIES = {
     "llama3": dict(specials=["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
                              "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
                              "<|finetune_right_pad_id|>"],
-                   bos="<|begin_of_text|>", eos="<|eot_id|>", pad="<|finetune_right_pad_id|>", template=LLAMA3_TEMPLATE),
+                   bos="<|begin_of_text|>", eos="<|eot_id|>", pad="<|finetune_right_pad_id|>",
+                   template=LLAMA3_TEMPLATE),
     "qwen2": dict(specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>"], bos=None, eos="<|im_end|>",
                   pad="<|endoftext|>", template=CHATML_TEMPLATE),
     "qwen3": dict(specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"], bos=None,
@@ -166,7 +173,8 @@ def build_armorm_replica(out_dir, seed: int = 0, hidden: int = 64, layers: int =
     cfg = _llama_config(tok, hidden, layers)
     torch.manual_seed(seed)
     base = LlamaModel(cfg)
-    heads = {"regression_layer.weight": torch.randn(objectives, hidden), "gating.weight": torch.randn(objectives, hidden),
+    heads = {"regression_layer.weight": torch.randn(objectives, hidden),
+             "gating.weight": torch.randn(objectives, hidden),
              "gating.bias": torch.zeros(objectives)}
     config = {**cfg.to_dict(), "architectures": ["LlamaForRewardModelWithGating"], "num_objectives": objectives,
               "pad_token_id": tok.convert_tokens_to_ids("<|finetune_right_pad_id|>"),

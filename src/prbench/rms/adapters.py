@@ -1,10 +1,19 @@
 """How a `classifier` RM's model is loaded and where its score is read: one adapter per interface.
 
-| adapter | loaded with | score | models |
-|---|---|---|---|
-| `sequence_classifier` | AutoModelForSequenceClassification | the single logit (softmax of the last class for several labels), read at the last real token | Skywork-Reward-V2 (Llama-3.1, Qwen3), any native `*ForSequenceClassification`, the demo's MiniLM cross-encoders |
-| `score_output` | AutoModelForSequenceClassification + the entry's remote code | the output's `.score`, shape (B,) or (B, 1) (its logits when it has none) | ArmoRM family (`LlamaForRewardModelWithGating`), other remote classifiers |
-| `reward_token` | AutoModel + remote code | the model's reward at `config.reward_token_id`, appended to the chat as the model card's `get_score` does | InternLM2-reward family |
+- `sequence_classifier`
+  - loaded with: AutoModelForSequenceClassification
+  - score: the single logit (softmax of the last class for several labels), read at the last real token
+  - models: Skywork-Reward-V2 (Llama-3.1, Qwen3), any native `*ForSequenceClassification`,
+    the demo's MiniLM cross-encoders
+- `score_output`
+  - loaded with: AutoModelForSequenceClassification + the entry's remote code
+  - score: the output's `.score`, shape (B,) or (B, 1) (its logits when it has none)
+  - models: ArmoRM family (`LlamaForRewardModelWithGating`), other remote classifiers
+- `reward_token`
+  - loaded with: AutoModel + remote code
+  - score: the model's reward at `config.reward_token_id`, appended to the chat as the model card's
+    `get_score` does
+  - models: InternLM2-reward family
 
 `choose_adapter` picks one from the model's own `config.json` (`architectures`, `auto_map`,
 `reward_token_id`); the entry's `adapter` key forces one. Adding an interface = one class here

@@ -184,7 +184,8 @@ class GenerativePairwiseRM(_GenerativeRM):
 
     def chosen_first(self, pair: PairRequest) -> bool:
         """The seeded order of a pair (config seed + the pair's texts)."""
-        s = stable_seed(self.seed, "pairwise_order", pair.question, pair.chosen, pair.rejected, "\x1e".join(pair.profile))
+        s = stable_seed(self.seed, "pairwise_order", pair.question, pair.chosen, pair.rejected,
+                        "\x1e".join(pair.profile))
         return s % 2 == 0
 
     def compare(self, pairs: Sequence[PairRequest]) -> CompareOutput:
