@@ -23,7 +23,7 @@ def test_rollout_logits_match_the_issue_arithmetic():
     assert not p.fits and "ppo.per_device_batch_size" in refusal(p)
 
 
-GPU_RUNS = REPO / "benchmarks" / "gpu_runs"
+GPU_RUNS = REPO / "perf" / "gpu_runs"
 
 
 def test_plan_covers_the_h100_measurements_within_15_percent():
