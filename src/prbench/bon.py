@@ -38,6 +38,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from .data.personalized import select_per_subset
 from .generation import sampling_settings
 from .io import read_jsonl, write_csv, write_jsonl
 from .seeding import stable_seed
@@ -347,9 +348,9 @@ def write_bon_measures(curves: Mapping[tuple[str, str], str], out_csv) -> "objec
 # Sampling
 # ---------------------------------------------------------------------------------------------
 def select_questions(prompt_rows: Sequence[dict], per_subset: int | None) -> list[dict]:
-    """The first `per_subset` prompts of each subset, in file order (all when None)."""
-    counts: dict[str, int] = defaultdict(int)
-    out, seen = [], set()
+    """The first `per_subset` prompts of each subset, in file order (all when None), after checking
+    every row's fields and that question ids are unique."""
+    seen = set()
     for i, row in enumerate(prompt_rows):
         for key in ("question_id", "subset", "question", "profile"):
             if key not in row:
@@ -357,10 +358,7 @@ def select_questions(prompt_rows: Sequence[dict], per_subset: int | None) -> lis
         if row["question_id"] in seen:
             raise ValueError(f"prompt row {i}: duplicate question_id {row['question_id']!r}")
         seen.add(row["question_id"])
-        if per_subset is None or counts[row["subset"]] < per_subset:
-            counts[row["subset"]] += 1
-            out.append(row)
-    return out
+    return select_per_subset(prompt_rows, per_subset)
 
 
 def shard_rows(rows: Sequence, shard: int, shards: int) -> list:

@@ -35,6 +35,7 @@ import torch
 
 from .generation import neutral_fields, neutralize
 from .io import write_csv
+from .models import save_pretrained_atomic
 from .policy import load_policy_model
 from .policy_prompts import base_reference_answers, cap_prompt_rows, load_prompt_rows
 from .ppo import load_rm
@@ -188,13 +189,7 @@ def train_grpo(policy_path: str, rm_spec: dict | None, train_prompts: str | os.P
     df = pd.DataFrame(rows_log)
     if df.empty or list(df["step"]) != list(range(1, s["total_steps"] + 1)):
         raise RuntimeError(f"GRPO log has steps {list(df.get('step', []))}, expected 1..{s['total_steps']}")
-    model_out = Path(model_out)
-    tmp = model_out.with_name(f".{model_out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    trainer.accelerator.unwrap_model(trainer.model).save_pretrained(tmp, safe_serialization=True)
-    tok.save_pretrained(tmp)
-    shutil.rmtree(model_out, ignore_errors=True)
-    os.replace(tmp, model_out)
+    save_pretrained_atomic(trainer.accelerator.unwrap_model(trainer.model), tok, model_out)
     write_csv(log_csv, df)
     shutil.rmtree(Path(out_dir) / "trl", ignore_errors=True)
     summary = {"steps": s["total_steps"], "prompts_per_step": s["prompts_per_step"],

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 from pathlib import Path
 
 PKG_PREFIX = "pkg:"
@@ -89,4 +90,17 @@ def vllm_engine_kwargs(section: dict | None) -> dict:
     out = {"tensor_parallel_size": int(tp), "gpu_memory_utilization": float(section.get("gpu_memory_utilization", 0.9))}
     if section.get("max_model_len"):
         out["max_model_len"] = int(section["max_model_len"])
+    return out
+
+
+def save_pretrained_atomic(model, tokenizer, out_dir: str | os.PathLike) -> Path:
+    """Save `model` (safetensors) and `tokenizer` into a temp folder beside `out_dir`, then swap it
+    in: a killed job never leaves a half-written model folder under the output's name."""
+    out = Path(out_dir)
+    tmp = out.with_name(f".{out.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp, safe_serialization=True)
+    tokenizer.save_pretrained(tmp)
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
     return out

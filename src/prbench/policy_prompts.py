@@ -12,6 +12,7 @@ import logging
 import os
 from typing import Sequence
 
+from .data.personalized import select_per_subset
 from .io import read_jsonl
 from .reward_adapter import render_policy_prompt, tokenize_prompt
 from .seeding import stable_seed
@@ -36,15 +37,7 @@ def load_prompt_rows(path: str | os.PathLike) -> list[dict]:
 
 def select_eval_prompts(rows: Sequence[dict], per_subset: int | None) -> list[dict]:
     """The first `per_subset` prompts of each subset, in file order (all when None)."""
-    if per_subset is None:
-        return list(rows)
-    seen: dict[str, int] = {}
-    out = []
-    for row in rows:
-        if seen.get(row["subset"], 0) < per_subset:
-            seen[row["subset"]] = seen.get(row["subset"], 0) + 1
-            out.append(row)
-    return out
+    return select_per_subset(rows, per_subset)
 
 
 def cap_prompt_rows(rows: Sequence[dict], tok, max_tokens: int | None) -> tuple[list[dict], dict]:

@@ -41,6 +41,7 @@ import torch
 
 from .generation import neutralize
 from .io import read_json, read_jsonl, write_csv, write_json, write_jsonl
+from .models import save_pretrained_atomic
 from .policy import load_policy_model
 from .policy_prompts import base_reference_answers, cap_prompt_rows, load_prompt_rows, render_key
 from .ppo_checkpoint import (
@@ -467,12 +468,6 @@ def _write_outputs(run: _PPORun, tok, model_out: Path, log_csv) -> None:
     if df.empty or len(df) != total or list(df["step"]) != list(range(1, total + 1)):
         raise RuntimeError(f"PPO log has steps {list(df.get('step', []))}, expected 1..{total}")
     if acc.is_main_process:  # one writer for the final policy and the log
-        policy = acc.unwrap_model(trainer.model).policy
-        tmp = model_out.with_name(f".{model_out.name}.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        policy.save_pretrained(tmp, safe_serialization=True)
-        tok.save_pretrained(tmp)
-        shutil.rmtree(model_out, ignore_errors=True)
-        os.replace(tmp, model_out)
+        save_pretrained_atomic(acc.unwrap_model(trainer.model).policy, tok, model_out)
         write_csv(log_csv, df)
     acc.wait_for_everyone()
