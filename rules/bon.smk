@@ -67,7 +67,7 @@ rule sample_bon:
         shard="[0-9]+",
     conda:
         "../envs/downstream.yaml"
-    threads: 1 if DEMO else 4
+    threads: threads_for(4)
     resources:
         mem_mb=lambda wildcards: mem_mb_for(BON_POLICY_B[wildcards.policy]),
         runtime=30 if DEMO else 480,
@@ -129,7 +129,7 @@ if BON_MINILM:
             "job_times/bon/calibrate_judge.tsv"
         conda:
             "../envs/downstream.yaml"
-        threads: 2
+        threads: threads_for(2)
         resources:
             mem_mb=CPU_MEM_MB,
             runtime=30,
@@ -156,7 +156,7 @@ rule judge_validity:
         "job_times/bon/judge_validity.tsv"
     conda:
         "../envs/downstream.yaml"
-    threads: 2
+    threads: threads_for(2)
     resources:
         mem_mb=mem_mb_for(BON_JUDGE_B),
         runtime=30 if DEMO else 480,
@@ -186,7 +186,7 @@ rule judge_bon:
         "job_times/bon/{policy}/judge.tsv"
     conda:
         "../envs/downstream.yaml"
-    threads: 2
+    threads: threads_for(2)
     resources:
         mem_mb=mem_mb_for(BON_JUDGE_B),
         runtime=30 if DEMO else 720,
@@ -213,7 +213,7 @@ rule score_bon:
         "job_times/bon/{policy}/score_{rm}.tsv"
     conda:
         "../envs/downstream.yaml"
-    threads: 2
+    threads: threads_for(2)
     resources:
         mem_mb=rm_mem_mb,
         runtime=30 if DEMO else 480,

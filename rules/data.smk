@@ -51,7 +51,7 @@ rule prepare_personalized:
         "job_times/data/prepare_personalized.tsv"
     conda:
         "../envs/data.yaml"
-    threads: 2
+    threads: threads_for(2)
     resources:
         mem_mb=CPU_MEM_MB if DEMO else max(CPU_MEM_MB, 32000),
         runtime=10 if DEMO else 240,

@@ -50,7 +50,7 @@ rule train_grpo:
         "job_times/grpo/{policy}/{rm}/train.tsv"
     conda:
         "../envs/downstream.yaml"
-    threads: 1 if DEMO else 8
+    threads: threads_for(8)
     resources:
         # host memory: the policy trained (+ its reference copy when beta > 0) and the RM loaded
         mem_mb=lambda wc: mem_mb_for(2 * PPO_POLICY_B[wc.policy] + PPO_RM_B[wc.rm], train=True),

@@ -25,7 +25,7 @@ rule train_demo_rm:
     priority: 10  # a hint: when both are ready, train models before downstream jobs
     conda:
         "../envs/downstream.yaml"
-    threads: 2
+    threads: threads_for(2)
     resources:
         mem_mb=CPU_MEM_MB if DEMO else mem_mb_for(0.1, train=True),
         runtime=30,

@@ -15,10 +15,10 @@ rule train_demo_policy:
         "job_times/models/train_demo_policy_{policy}.tsv"
     wildcard_constraints:
         policy="|".join(TRAINED_POLICIES) if TRAINED_POLICIES else "__none__",
-    priority: 10  # a hint: when both are ready, train models before downstream jobs
+    priority: 20  # the critical path: BoN, PPO and GRPO wait for the policy, so it starts first
     conda:
         "../envs/downstream.yaml"
-    threads: 2
+    threads: threads_for(2)
     resources:
         mem_mb=CPU_MEM_MB if DEMO else mem_mb_for(0.1, train=True),
         runtime=30,

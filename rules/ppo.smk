@@ -88,7 +88,7 @@ rule ppo_base_answers:
         "job_times/ppo/{policy}/base_answers.tsv"
     conda:
         "../envs/downstream.yaml"
-    threads: 1 if DEMO else 4
+    threads: threads_for(4)
     resources:
         mem_mb=lambda wc: mem_mb_for(PPO_POLICY_B[wc.policy]),
         runtime=30 if DEMO else 240,
@@ -118,7 +118,7 @@ rule train_ppo:
         "job_times/ppo/{policy}/{rm}/train.tsv"
     conda:
         "../envs/downstream.yaml"
-    threads: 1 if DEMO else 8
+    threads: threads_for(8)
     resources:
         # host memory: policy + critic trained, reference policy and RM loaded
         mem_mb=lambda wc: mem_mb_for(2 * PPO_POLICY_B[wc.policy] + PPO_RM_B[wc.rm], train=True),
@@ -155,7 +155,7 @@ rule eval_ppo:
         method="|".join(TRAINED_METHODS) if TRAINED_METHODS else "__none__",
     conda:
         "../envs/downstream.yaml"
-    threads: 1 if DEMO else 4
+    threads: threads_for(4)
     resources:
         mem_mb=lambda wc: mem_mb_for(PPO_JUDGE_B + PPO_POLICY_B[wc.policy]),
         runtime=30 if DEMO else 12 * 60,

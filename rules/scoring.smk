@@ -16,7 +16,7 @@ rule score_benchmark:
         "job_times/scoring/{rm}/{bench}.tsv"
     conda:
         "../envs/models.yaml"
-    threads: 2
+    threads: threads_for(2)
     resources:
         mem_mb=rm_mem_mb,
         runtime=30 if DEMO else 240,
