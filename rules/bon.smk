@@ -14,7 +14,7 @@ from prbench.data.sources import is_local
 
 BON = config["bon"]
 JUDGE = config["judge"]
-BON_SHARDS = list(range(BON.get("shards", 1)))
+BON_SHARDS = list(range(BON["shards"]))
 # Judge cache: a folder of JSONL shards, one per judging job, named after its output
 # (prbench.judge.shard_name). Each job reads every shard and appends only to its own: one writer per
 # file, no locks (shared cluster filesystems). Not declared outputs: a failed or rerun job keeps
@@ -247,7 +247,7 @@ rule bon_table:
         ks=BON["ks"],
         n=BON["n"],
         seed=SEED,
-        bootstrap=BON.get("bootstrap", 1000),
+        bootstrap=BON["bootstrap"],
     script:
         "../workflow_scripts/bon_table.py"
 

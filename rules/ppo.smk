@@ -9,8 +9,8 @@
 #   results/downstream/ppo.csv                     the downstream contract's measure table (prbench.downstream)
 # eval_ppo and judged_measures serve every trained-policy method of the registry (TRAINED_METHODS:
 # PPO, GRPO): same eval questions, settings (ppo.eval_*), base answers and cached judge.
-PPO = config.get("ppo", {})
-PPO_ENABLED = PPO.get("enabled", True)
+PPO = config["ppo"]  # validated: the schema filled its defaults
+PPO_ENABLED = PPO["enabled"]
 JUDGE = config["judge"]
 PPO_JUDGE_CACHE = "results/cache/judge"  # shard folder shared with BoN (see rules/bon.smk)
 PPO_JUDGE_CALIBRATION = "results/bon/judge_calibration.json"  # rule calibrate_judge (minilm judge)
@@ -18,7 +18,7 @@ PPO_JUDGE_CALIBRATION = "results/bon/judge_calibration.json"  # rule calibrate_j
 
 # Per-run settings precomputed as dicts (no functions here: snakemake --lint wants them in common.smk).
 PPO_POLICY_PATH = {p: policy_spec(p)["path"] for p in POLICIES}
-PPO_POLICY_TRUST = {p: bool(config["policies"][p].get("trust_remote_code", False)) for p in POLICIES}
+PPO_POLICY_TRUST = {p: bool(config["policies"][p]["trust_remote_code"]) for p in POLICIES}
 PPO_POLICY_B = {p: _params_b(config["policies"][p], 0.5) for p in POLICIES}
 PPO_RM_B = {r: _params_b(rm_entry(r), 0.5) if kind_info(rm_entry(r)["kind"]).uses_gpu else 0.0 for r in RMS}
 # RM spec + the runtime keys the scoring stage also passes (seed, lengths, no progress bars)
@@ -188,7 +188,7 @@ rule ppo_table:
         runtime=10,
     params:
         runs=[[p, r] for p in POLICIES for r in RMS],
-        bootstrap=PPO.get("bootstrap", 1000),
+        bootstrap=PPO["bootstrap"],
         seed=SEED,
     script:
         "../workflow_scripts/ppo_table.py"

@@ -38,6 +38,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from .config import entry_with_defaults
 from .data.personalized import select_per_subset
 from .generation import sampling_settings
 from .io import read_jsonl, write_csv, write_jsonl
@@ -377,21 +378,23 @@ def sample_bon(prompts_path: str, policy_spec: dict, bon_cfg: dict, seed: int, s
     on the number of shards or on the batch size."""
     from . import policy as pol
 
-    rows = select_questions(read_jsonl(prompts_path), bon_cfg.get("questions_per_subset"))
-    mine = shard_rows(rows, shard, int(bon_cfg.get("shards", 1)))
+    bon_cfg = entry_with_defaults(bon_cfg, "bon")  # the job's picked keys; the schema fills the rest
+    policy_spec = entry_with_defaults(policy_spec, "policies.*")
+    rows = select_questions(read_jsonl(prompts_path), bon_cfg["questions_per_subset"])
+    mine = shard_rows(rows, shard, int(bon_cfg["shards"]))
     n = int(bon_cfg["n"])
-    gen_kw = dict(n=n, **sampling_settings(bon_cfg), max_new_tokens=int(bon_cfg.get("max_new_tokens", 512)), seed=seed)
-    log.info("shard %d/%d: %d questions x %d samples", shard, bon_cfg.get("shards", 1), len(mine), n)
+    gen_kw = dict(n=n, **sampling_settings(bon_cfg), max_new_tokens=int(bon_cfg["max_new_tokens"]), seed=seed)
+    log.info("shard %d/%d: %d questions x %d samples", shard, bon_cfg["shards"], len(mine), n)
+    trust = bool(policy_spec["trust_remote_code"])
     if not mine:
         answers = []
-    elif bon_cfg.get("backend", "hf") == "vllm" and model is None:
-        answers = pol.generate_answers_vllm(policy_spec["path"], mine, trust_remote_code=bool(
-            policy_spec.get("trust_remote_code", False)), **gen_kw)
+    elif bon_cfg["backend"] == "vllm" and model is None:
+        answers = pol.generate_answers_vllm(policy_spec["path"], mine, trust_remote_code=trust, **gen_kw)
     else:
-        if model is None:
+        if model is None:  # `device`: a direct caller's runtime key (not in the policies schema)
             model, tokenizer = pol.load_policy(policy_spec["path"], device=policy_spec.get("device", "auto"),
-                                               trust_remote_code=bool(policy_spec.get("trust_remote_code", False)))
-        answers = pol.generate_answers(model, tokenizer, mine, batch_size=int(bon_cfg.get("batch_size", 32)), **gen_kw)
+                                               trust_remote_code=trust)
+        answers = pol.generate_answers(model, tokenizer, mine, batch_size=int(bon_cfg["batch_size"]), **gen_kw)
     out = [{"question_id": r["question_id"], "subset": r["subset"], "sample_idx": i, "answer": a}
            for r, outs in zip(mine, answers) for i, a in enumerate(outs)]
     return write_jsonl(out_path, out)

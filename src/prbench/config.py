@@ -107,39 +107,37 @@ def _check_sections(config: dict) -> None:
     """Cross-key checks within the data, demo and demo_training sections."""
     from .data.demo_world import DEMO_PREFIX
 
-    baselines = config.get("data", {}).get("baselines") or {}
+    baselines = with_defaults(config["data"], "data")["baselines"]
     if "personalized" in baselines:
         raise ConfigError("config key data.baselines.personalized: the name 'personalized' is reserved")
     for name, b in baselines.items():
         if b["source"].startswith(DEMO_PREFIX) and b["kind"] != "rewardbench":
             raise ConfigError(f"config key data.baselines.{name}.kind: the demo world only generates "
                               f"RewardBench-schema baselines (got {b['kind']!r})")
-    policy = (config.get("demo_training") or {}).get("policy") or {}
-    if "hidden_size" in policy or "heads" in policy:
-        pol = with_defaults(policy, "demo_training.policy")
-        if pol["hidden_size"] % pol["heads"]:
-            raise ConfigError(f"config key demo_training.policy.heads: {pol['heads']} must divide "
-                              f"hidden_size {pol['hidden_size']}")
-    for name, entry in config.get("reward_models", {}).items():
+    pol = with_defaults(config.get("demo_training"), "demo_training")["policy"]
+    if pol["hidden_size"] % pol["heads"]:
+        raise ConfigError(f"config key demo_training.policy.heads: {pol['heads']} must divide "
+                          f"hidden_size {pol['hidden_size']}")
+    for name, entry in config["reward_models"].items():
         if "train" in entry and entry["kind"] != "classifier":
             raise ConfigError(f"config key reward_models.{name}.kind: trained demo RMs must be 'classifier'")
 
 
 def check_config(config: dict) -> None:
-    """Checks a JSON schema cannot express. Raises ConfigError naming the key."""
+    """Checks a JSON schema cannot express. Raises ConfigError naming the key. The sections read
+    with defaults are filled here (with_defaults), so an unvalidated config is checked alike."""
     _check_sections(config)
-    bon = config.get("bon", {})
-    n = bon.get("n")
-    for k in bon.get("ks", []):
-        if n is not None and k > n:
-            raise ConfigError(f"config key bon.ks: k={k} is larger than bon.n={n}")
-    ppo = config.get("ppo", {})
-    if ppo.get("mini_batch_size", 1) > ppo.get("batch_size", 1):
+    bon = config["bon"]
+    for k in bon["ks"]:
+        if k > bon["n"]:
+            raise ConfigError(f"config key bon.ks: k={k} is larger than bon.n={bon['n']}")
+    ppo = with_defaults(config["ppo"], "ppo")
+    if ppo["mini_batch_size"] > ppo["batch_size"]:
         raise ConfigError("config key ppo.mini_batch_size: larger than ppo.batch_size")
-    if ppo.get("batch_size", 1) % ppo.get("mini_batch_size", 1):
+    if ppo["batch_size"] % ppo["mini_batch_size"]:
         raise ConfigError("config key ppo.mini_batch_size: must divide ppo.batch_size")
-    policies = config.get("policies", {})
-    for name, entry in config.get("reward_models", {}).items():
+    policies = config["policies"]
+    for name, entry in config["reward_models"].items():
         key = f"reward_models.{name}"
         if "path" in entry:
             check_model_ref(entry["path"], f"{key}.path")
@@ -161,10 +159,10 @@ def check_config(config: dict) -> None:
         if "path" in entry:
             check_model_ref(entry["path"], f"policies.{name}.path")
     check_model_ref(config["retriever"]["model"], "retriever.model")
-    if config.get("judge", {}).get("backend") == "minilm":
+    if config["judge"]["backend"] == "minilm":
         check_model_ref(config["judge"]["model"], "judge.model")
-    if config.get("demo", {}).get("enabled") is False:
-        for name, entry in config.get("reward_models", {}).items():
+    if not with_defaults(config.get("demo"), "demo")["enabled"]:
+        for name, entry in config["reward_models"].items():
             if "train" in entry:
                 raise ConfigError(f"config key reward_models.{name}.train: only allowed with demo.enabled: true")
         for name, entry in policies.items():

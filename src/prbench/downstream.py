@@ -31,6 +31,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .config import entry_with_defaults
 from .io import iter_jsonl, write_csv
 
 MEASURE_COLUMNS = ["policy", "rm", "method", "estimator", "measure", "k", "question_id", "subset", "value"]
@@ -222,7 +223,7 @@ def _section_enabled(key: str, default: bool) -> Callable[[Mapping], bool]:
         section = config.get(key)
         if section is None:
             return default
-        return bool(section.get("enabled", True))
+        return bool(entry_with_defaults(section, key)["enabled"])
 
     return on
 

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .config import entry_with_defaults
 from .generation import neutral_fields, neutralize
 from .io import write_csv
 from .models import save_pretrained_atomic
@@ -49,18 +50,14 @@ TRAIN_KEYS = ("lr", "beta", "num_generations", "prompts_per_step", "steps", "num
               "loss_type", "scale_rewards", "max_completion_length", "temperature", "top_p", "top_k",
               "repetition_penalty", "reward_scale", "nan_reward", "per_device_batch_size",
               "gradient_checkpointing", "max_prompt_tokens")
-DEFAULTS = {"lr": 1e-6, "beta": 0.0, "num_generations": 8, "prompts_per_step": 16, "steps": None,
-            "num_iterations": 1, "epsilon": 0.2, "loss_type": "dapo", "scale_rewards": "group",
-            "max_completion_length": 512, "temperature": 1.0, "top_p": 0.9, "top_k": 0, "repetition_penalty": 1.0,
-            "reward_scale": 1.0, "nan_reward": 0.0, "per_device_batch_size": None, "gradient_checkpointing": False,
-            "max_prompt_tokens": None}
 # trl log keys that measure wall-clock time: not reproducible, kept out of the training log
 _VOLATILE = ("time", "per_second", "flos")
 
 
 def resolve_settings(cfg: dict, n_prompts: int) -> dict:
     """Validated GRPO settings with the per-step layout resolved (errors name the config key)."""
-    s = {k: cfg.get(k, DEFAULTS[k]) if cfg.get(k) is not None else DEFAULTS[k] for k in TRAIN_KEYS}
+    cfg = entry_with_defaults(cfg, "grpo")  # the job's picked keys; the schema fills the rest
+    s = {k: cfg[k] for k in TRAIN_KEYS}
     for k in ("num_generations", "prompts_per_step", "num_iterations", "max_completion_length"):
         if not isinstance(s[k], int) or s[k] < 1:
             raise ValueError(f"config key grpo.{k}: must be a positive integer, got {s[k]!r}")

@@ -81,14 +81,17 @@ def multi_gpu_kwargs(device: str, memory_fraction: float = 0.9) -> dict:
 def vllm_engine_kwargs(section: dict | None) -> dict:
     """vLLM engine options from a config section: tensor_parallel_size (null = every visible GPU,
     i.e. the GPUs the job holds), max_model_len (only when set), gpu_memory_utilization."""
-    section = section or {}
-    tp = section.get("tensor_parallel_size")
+    from .config import entry_with_defaults  # here: prbench.config imports this module
+
+    # judge.* is the config section with the engine keys; its schema defaults serve every caller
+    section = entry_with_defaults(section or {}, "judge")
+    tp = section["tensor_parallel_size"]
     if tp is None:
         import torch
 
         tp = max(1, torch.cuda.device_count())
-    out = {"tensor_parallel_size": int(tp), "gpu_memory_utilization": float(section.get("gpu_memory_utilization", 0.9))}
-    if section.get("max_model_len"):
+    out = {"tensor_parallel_size": int(tp), "gpu_memory_utilization": float(section["gpu_memory_utilization"])}
+    if section["max_model_len"]:
         out["max_model_len"] = int(section["max_model_len"])
     return out
 

@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from .config import entry_with_defaults
 from .generation import sampling_settings
 from .io import read_jsonl, write_csv, write_jsonl
 from .policy import load_policy_model
@@ -33,13 +34,14 @@ def policy_answers(model_path: str, prompts: Sequence[dict], ppo_cfg: dict, seed
     `ppo.temperature` and `ppo.eval_top_p`, the authors' evaluation)."""
     from .policy import generate_answers
 
+    ppo_cfg = entry_with_defaults(ppo_cfg, "ppo")  # the job's picked keys; the schema fills the rest
     model, tok = load_policy_model(model_path, trust_remote_code, device)
     answers = generate_answers(model, tok, list(prompts), n=1,
-                               **sampling_settings({"temperature": ppo_cfg.get("temperature"),
-                                                    "top_p": ppo_cfg.get("eval_top_p")}),
-                               max_new_tokens=int(ppo_cfg.get("eval_max_new_tokens", 512)),
+                               **sampling_settings({"temperature": ppo_cfg["temperature"],
+                                                    "top_p": ppo_cfg["eval_top_p"]}),
+                               max_new_tokens=int(ppo_cfg["eval_max_new_tokens"]),
                                seed=stable_seed(seed, "ppo-eval"), batch_size=batch_size,
-                               greedy=bool(ppo_cfg.get("eval_greedy", True)))
+                               greedy=bool(ppo_cfg["eval_greedy"]))
     if len(answers) != len(prompts):
         raise RuntimeError(f"generate_answers returned {len(answers)} answer lists for {len(prompts)} prompts")
     return [{"question_id": p["question_id"], "subset": p["subset"], "answer": a[0]} for p, a in zip(prompts, answers)]

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .config import entry_with_defaults
 from .generation import neutralize
 from .io import read_json, read_jsonl, write_csv, write_json, write_jsonl
 from .models import save_pretrained_atomic
@@ -102,12 +103,13 @@ def resolve_settings(ppo_cfg: dict, n_prompts: int, n_procs: int | None = None) 
     Each optimizer step sees `mini_batch_size` rollouts in all: `world_size` processes x
     `per_device_batch_size` micro-batch x `gradient_accumulation` (null per_device_batch_size = the
     whole per-process mini-batch, no accumulation: the single-process default)."""
-    s = {k: ppo_cfg.get(k) for k in TRAIN_KEYS}
+    ppo_cfg = entry_with_defaults(ppo_cfg, "ppo")  # the job's picked keys; the schema fills the rest
+    s = {k: ppo_cfg[k] for k in TRAIN_KEYS if k != "world_size"}
     s["world_size"] = int(n_procs if n_procs is not None else world_size())
-    s["nan_reward"] = float(ppo_cfg.get("nan_reward", 0.0))
-    s["reward_scale"] = float(ppo_cfg.get("reward_scale", 1.0))
-    s["save_steps"] = int(ppo_cfg.get("save_steps", 20))
-    s["gradient_checkpointing"] = bool(s["gradient_checkpointing"] or False)
+    s["nan_reward"] = float(s["nan_reward"])
+    s["reward_scale"] = float(s["reward_scale"])
+    s["save_steps"] = int(ppo_cfg["save_steps"])
+    s["gradient_checkpointing"] = bool(s["gradient_checkpointing"])
     for k in ("batch_size", "mini_batch_size", "ppo_epochs", "response_length"):
         if not isinstance(s[k], int) or s[k] < 1:
             raise ValueError(f"config key ppo.{k}: must be a positive integer, got {s[k]!r}")

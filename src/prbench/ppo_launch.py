@@ -20,6 +20,7 @@ from .io import read_json, write_json
 log = logging.getLogger("prbench.ppo_launch")
 
 SPEC_KEYS = ("policy_path", "rm_spec", "train_prompts", "out_dir", "model_out", "log_csv", "ppo_cfg", "seed")
+OPTIONAL_KEYS = ("run_name", "trust_remote_code")  # train_ppo's keyword arguments; absent = its defaults
 
 
 def _train(spec: dict, device: str = "auto") -> dict:
@@ -32,9 +33,7 @@ def _train(spec: dict, device: str = "auto") -> dict:
     missing = [k for k in SPEC_KEYS if k not in spec]
     if missing:
         raise ValueError(f"PPO launch spec lacks {missing}")
-    return train_ppo(spec["policy_path"], spec["rm_spec"], spec["train_prompts"], spec["out_dir"], spec["model_out"],
-                     spec["log_csv"], spec["ppo_cfg"], spec["seed"], run_name=spec.get("run_name", ""),
-                     trust_remote_code=bool(spec.get("trust_remote_code", False)), device=device)
+    return train_ppo(*(spec[k] for k in SPEC_KEYS), device=device, **{k: spec[k] for k in OPTIONAL_KEYS if k in spec})
 
 
 def run_ppo_job(spec: dict, processes: int, *, cpu: bool = False, timeout: float | None = None) -> dict:

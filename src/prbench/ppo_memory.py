@@ -36,6 +36,8 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .config import entry_with_defaults, with_defaults
+
 GB = 1e9
 # Calibrated on an NVIDIA H100 (perf/ppo_memory_gpu.py; perf/README.md): Qwen2.5-0.5B
 # shape, micro-batch 4, prompts of 2,039-4,092 tokens + 512 response tokens; Llama-3.1-8B RM at
@@ -155,14 +157,15 @@ def layout(batch_size: int, mini_batch_size: int, gpus: int, per_device: int | N
 
 def plan(policy: ModelShape, rm: ModelShape | None, ppo: dict, gpus: int, limit_gb: float) -> Plan:
     """The per-GPU peak of a PPO run on `gpus` GPUs (0 = CPU: planned as one device)."""
+    ppo = entry_with_defaults(ppo, "ppo")  # a partial section (tests, params) gets the schema's defaults
     g = max(1, int(gpus))
-    procs, m, accum = layout(ppo["batch_size"], ppo["mini_batch_size"], g, ppo.get("per_device_batch_size"))
+    procs, m, accum = layout(ppo["batch_size"], ppo["mini_batch_size"], g, ppo["per_device_batch_size"])
     local = ppo["batch_size"] // procs
-    chunk = min(local, ppo.get("local_rollout_forward_batch_size") or min(local, 64))
-    P = int(ppo.get("max_prompt_tokens") or DEFAULT_PROMPT_TOKENS)
+    chunk = min(local, ppo["local_rollout_forward_batch_size"] or min(local, 64))
+    P = int(ppo["max_prompt_tokens"] or DEFAULT_PROMPT_TOKENS)
     R = int(ppo["response_length"])
     T = P + R
-    gc = bool(ppo.get("gradient_checkpointing", False))
+    gc = bool(ppo["gradient_checkpointing"])
     V, h, L = policy.vocab_size, policy.hidden_size, policy.num_hidden_layers
     head_dim = h // policy.num_attention_heads
     parts = {}
@@ -240,10 +243,10 @@ def plan_for_config(config: dict, policy: str, rm: str, gpus: int | None = None,
     """The plan at `gpus` GPUs (default `ppo.gpus`, else the smallest count from 1 to `max_gpus`
     that fits; the last one tried when none does)."""
     ppo = config["ppo"]
-    limit = float(config.get("resources", {}).get("gpu_mem_gb", 80))
+    limit = float(with_defaults(config.get("resources"), "resources")["gpu_mem_gb"])
     pshape, rshape = shapes_for_config(config, policy, rm)
     if gpus is None:
-        gpus = ppo.get("gpus")
+        gpus = entry_with_defaults(ppo, "ppo")["gpus"]
     if gpus is not None:
         return plan(pshape, rshape, ppo, gpus, limit)
     last = None

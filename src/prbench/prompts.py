@@ -53,7 +53,6 @@ ROLES = ("policy_system", "policy_user", "pairwise_system", "pairwise_user",
 REQUIRED_ROLES = ("policy_user", "pairwise_user", "pointwise_user", "rubric_user")
 PLACEHOLDERS = ("question", "profile", "profile_block", "answer", "Response_A", "Response_B", "aspects")
 AUTHORS_POST_FORMAT = "Post {i} (Category: {category}):\n{text}"
-DEFAULT_PROMPTS = {"templates": "default", "post_format": AUTHORS_POST_FORMAT}
 UNKNOWN_CATEGORY = "unknown"
 
 
@@ -79,13 +78,15 @@ def template_dir(name_or_path: str) -> Path:
 
 def load_templates(prompts_cfg: dict | None = None) -> PromptTemplates:
     """Read a template set named by the config section `prompts` ({templates, post_format, files})."""
-    cfg = {**DEFAULT_PROMPTS, **(prompts_cfg or {})}
+    from .config import entry_with_defaults  # here: prbench.config imports this module (through rms)
+
+    cfg = entry_with_defaults(prompts_cfg or {}, "prompts")  # the schema holds the defaults
     folder = template_dir(str(cfg["templates"]))
     if not folder.is_dir():
         raise FileNotFoundError(f"config key prompts.templates: no template folder {str(folder)!r} "
                                 f"(bundled sets: {sorted(p.name for p in TEMPLATE_ROOT.iterdir() if p.is_dir())})")
     files = {role: f"{role}.txt" for role in ROLES}
-    files.update(cfg.get("files") or {})
+    files.update(cfg["files"] or {})
     texts = {}
     for role in ROLES:
         f = folder / files[role]

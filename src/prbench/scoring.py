@@ -24,6 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .config import entry_with_defaults
 from .io import iter_jsonl, read_json, read_jsonl, write_csv, write_json, write_jsonl
 from .official import KINDS as OFFICIAL_KINDS
 from .official import official_stats
@@ -178,20 +179,18 @@ def score_benchmark(bench_path: str | Path, spec: dict, pairs_out: str | Path, a
     """Score one benchmark with one RM; write the per-pair jsonl and the accuracy JSON."""
     from .rms import load_reward_model
 
-    scoring = scoring or {}
+    scoring = entry_with_defaults(scoring or {}, "scoring")  # the job's picked keys; the schema fills the rest
     rows = load_pairs(bench_path)
     if rm is None:
-        run_spec = dict(spec)
-        run_spec.setdefault("seed", seed)
-        run_spec.setdefault("max_length", scoring.get("max_length", 4096))
-        run_spec.setdefault("max_tokens_per_batch", scoring.get("max_tokens_per_batch", 16384))
+        run_spec = {"seed": seed, "max_length": scoring["max_length"],
+                    "max_tokens_per_batch": scoring["max_tokens_per_batch"], **spec}
         rm = load_reward_model(run_spec)
     log.info("RM %s (%s) on %s: %d pairs from %s", spec.get("name"), spec.get("kind"), bench, len(rows), bench_path)
     t0 = time.perf_counter()
     results, info = score_pairs(rm, rows)
     info["seconds"] = round(time.perf_counter() - t0, 3)
-    summary = summarize(results, spec.get("name", rm.name), bench, int(scoring.get("bootstrap", 1000)), seed)
-    add_official(summary, bench_kind, results, int(scoring.get("bootstrap", 1000)), seed)
+    summary = summarize(results, spec.get("name", rm.name), bench, int(scoring["bootstrap"]), seed)
+    add_official(summary, bench_kind, results, int(scoring["bootstrap"]), seed)
     summary["scoring"] = info
     summary["diagnostics"] = rm.diagnostics()
     o = summary["overall"]

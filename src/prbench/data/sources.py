@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Iterator
 
+from ..config import with_defaults
 from ..models import LOCAL_PREFIXES
 from .checks import DataError
 
@@ -109,17 +110,17 @@ def personalized_input_files(config: dict) -> list[str]:
     a local folder (edits rerun the job), nothing for a hub id."""
     from .demo_world import DEMO_PREFIX, demo_outputs
 
-    pers = config["data"]["personalized"]
-    demo = config.get("demo", {}).get("enabled")
+    pers = with_defaults(config["data"]["personalized"], "data.personalized")
+    demo = with_defaults(config.get("demo"), "demo")["enabled"]
     if demo and pers["source"].startswith(DEMO_PREFIX):
         files = list(demo_outputs(config)["personalized"])
     else:
-        splits = [pers["split"]] + ([pers["train_split"]] if pers.get("train_split") else [])
+        splits = [pers["split"]] + ([pers["train_split"]] if pers["train_split"] else [])
         files = [f for s in pers["subsets"] for sp in splits for f in local_input_files(pers["source"], sp, s)]
-    ds = pers.get("downstream")
+    ds = pers["downstream"]
     if ds:  # the downstream prompt source (LaMP-QA schema): its local files, or the demo world's
-        subs = ds.get("subsets") or pers["subsets"]
-        splits = [ds.get("train_split", "train"), ds.get("eval_split", "test")]
+        subs = ds["subsets"] or pers["subsets"]
+        splits = [ds["train_split"], ds["eval_split"]]
         if demo and ds["source"].startswith(DEMO_PREFIX):
             extra = [f"{ds['source'].rstrip('/')}/{s}/{sp}.jsonl" for s in subs for sp in splits]
         else:
@@ -131,8 +132,8 @@ def personalized_input_files(config: dict) -> list[str]:
 def baseline_input_files(config: dict, name: str) -> list[str]:
     from .demo_world import demo_general_dirs, demo_outputs
 
-    if config.get("demo", {}).get("enabled") and name in demo_general_dirs(config):
+    if with_defaults(config.get("demo"), "demo")["enabled"] and name in demo_general_dirs(config):
         return demo_outputs(config)[name]
-    b = config["data"]["baselines"][name]
-    splits = [b.get("split", "train")] + ([b["train_split"]] if b.get("train_split") else [])
+    b = with_defaults(config["data"]["baselines"][name], f"data.baselines.{name}")
+    splits = [b["split"]] + ([b["train_split"]] if b["train_split"] else [])
     return [f for sp in splits for f in local_input_files(b["source"], sp)]

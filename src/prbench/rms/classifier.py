@@ -35,6 +35,7 @@ from .inputs import (
     model_device,
     place_model,
     spec_key,
+    spec_with_defaults,
 )
 from .prefix import PrefixScorer, common_prefix_len, unsupported_reason
 
@@ -162,9 +163,9 @@ class ClassifierRM(RewardModel):
     def __init__(self, spec: dict, model=None, tokenizer=None):
         import transformers
 
-        self.spec = dict(spec)
-        self.name = spec.get("name", "classifier")
-        self.use_profile = bool(spec.get("use_profile", False))
+        spec = self.spec = spec_with_defaults(spec, self.kind)
+        self.name = spec["name"]
+        self.use_profile = bool(spec["use_profile"])
         self.top_k = spec.get("top_k")
         opts = load_options(spec)
         self.device = opts["device"]
@@ -177,16 +178,16 @@ class ClassifierRM(RewardModel):
         self.tokenizer = tokenizer
         self.model = place_model(model, opts, spec).eval()
         self.device = model_device(self.model, self.device)
-        self.max_length = effective_max_length(tokenizer, spec.get("max_length"), model)
-        self.max_tokens_per_batch = int(spec.get("max_tokens_per_batch", 16384))
+        self.max_length = effective_max_length(tokenizer, spec["max_length"], model)
+        self.max_tokens_per_batch = int(spec["max_tokens_per_batch"])
         self.max_batch_size: int | None = spec.get("max_batch_size")
         self.fixed_batch_size: int | None = None  # set to use naive fixed batches in dataset order
-        self.progress = bool(spec.get("progress", True))
+        self.progress = bool(spec["progress"])
         self.encoder = ClassifierEncoder(tokenizer, self.use_profile, self.top_k, self.max_length,
                                          self.adapter.suffix_ids(model))
         self.pad_id = self._agree_pad_id()
         self.n_scored = 0
-        self.prefix = self._prefix_scorer(bool(spec.get("prefix_cache", True)) and self.adapter.prefix_cache)
+        self.prefix = self._prefix_scorer(bool(spec["prefix_cache"]) and self.adapter.prefix_cache)
         log.info("RM %s: adapter %s, pad id %s, max_length %d", self.name, self.adapter.name, self.pad_id,
                  self.max_length)
 

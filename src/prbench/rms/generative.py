@@ -38,12 +38,11 @@ from ..prompts import PairRequest, ScoreRequest
 from ..seeding import stable_seed
 from .base import CompareOutput, RewardModel, ScoreOutput
 from .classifier import effective_max_length
-from .inputs import fit_profile, load_model_and_tokenizer, load_options, model_device, place_model
+from .inputs import fit_profile, load_model_and_tokenizer, load_options, model_device, place_model, spec_with_defaults
 
 log = logging.getLogger("prbench.rms.generative")
 
 DEFAULT_REFERENCE_ANSWER = "I don't know."
-DEFAULT_MAX_NEW_TOKENS = 512  # the authors' judge budget: room to reason before the verdict
 
 _RESULT_RE = re.compile(r"result\s*\**\s*[:：]\s*\**\s*\[{0,2}\s*(?:answer\s+|response\s+)?([ab])\b", re.IGNORECASE)
 _BRACKET_RE = re.compile(r"\[\[\s*([ab])\s*\]\]", re.IGNORECASE)
@@ -79,11 +78,11 @@ class _GenerativeRM(RewardModel):
     def __init__(self, spec: dict, model=None, tokenizer=None):
         from transformers import AutoModelForCausalLM
 
-        self.spec = dict(spec)
-        self.name = spec.get("name", self.kind)
-        self.use_profile = bool(spec.get("use_profile", False))
+        spec = self.spec = spec_with_defaults(spec, self.kind)
+        self.name = spec["name"]
+        self.use_profile = bool(spec["use_profile"])
         self.top_k = spec.get("top_k")
-        self.seed = int(spec.get("seed", 0))
+        self.seed = int(spec["seed"])
         opts = load_options(spec)
         self.device = opts["device"]
         model, tokenizer = load_model_and_tokenizer(AutoModelForCausalLM, spec, self.name, model, tokenizer)
@@ -92,14 +91,14 @@ class _GenerativeRM(RewardModel):
         self.tokenizer = tokenizer
         self.model = place_model(model, opts, spec).eval()
         self.device = model_device(self.model, self.device)
-        self.max_new_tokens = int(spec.get("max_new_tokens", DEFAULT_MAX_NEW_TOKENS))
-        self.max_length = effective_max_length(tokenizer, spec.get("max_length"), model)
+        self.max_new_tokens = int(spec["max_new_tokens"])
+        self.max_length = effective_max_length(tokenizer, spec["max_length"], model)
         n_pos = getattr(model.config, "max_position_embeddings", None)
         if n_pos and self.max_length + self.max_new_tokens > n_pos:  # prompt + reply must fit the positions
             self.max_length = max(1, int(n_pos) - self.max_new_tokens)
-        self.max_tokens_per_batch = int(spec.get("max_tokens_per_batch", 16384))
+        self.max_tokens_per_batch = int(spec["max_tokens_per_batch"])
         self.max_batch_size: int | None = spec.get("max_batch_size")
-        self.progress = bool(spec.get("progress", True))
+        self.progress = bool(spec["progress"])
         self.n_generations = 0
         self.n_parse_failures = 0
         self.n_truncated = 0
@@ -167,8 +166,8 @@ class GenerativePairwiseRM(_GenerativeRM):
 
     def __init__(self, spec: dict, model=None, tokenizer=None):
         super().__init__(spec, model, tokenizer)
-        self.both_orders = bool(spec.get("both_orders", False))
-        self.reference_answer = spec.get("reference_answer") or DEFAULT_REFERENCE_ANSWER
+        self.both_orders = bool(self.spec["both_orders"])
+        self.reference_answer = self.spec.get("reference_answer") or DEFAULT_REFERENCE_ANSWER
         self.n_pick_a = 0
         self.n_parsed = 0
         self.n_pairs = 0
@@ -179,7 +178,7 @@ class GenerativePairwiseRM(_GenerativeRM):
         self._score_cache: dict = {}
         self._categories: dict = {}  # (question, profile) -> the posts' categories, for the prompts
         self.n_score_comparisons = 0
-        m = spec.get("score_opponents")
+        m = self.spec["score_opponents"]
         self.score_opponents = None if m is None else int(m)
 
     def chosen_first(self, pair: PairRequest) -> bool:

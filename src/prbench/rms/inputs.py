@@ -7,9 +7,22 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from ..config import entry_with_defaults
 from ..models import auto_device, auto_dtype, multi_gpu_kwargs, resolve_model_ref
 
 log = logging.getLogger("prbench.rms")
+
+
+def spec_with_defaults(spec: dict, kind: str) -> dict:
+    """An RM spec with every default filled, so the RM classes read spec[key]: the schema's
+    `reward_models.*` entry defaults, and for the runtime keys the rules add beside the entry
+    (rules/common.smk rm_spec, BON_RM_SPEC, PPO_RM_SPEC) the schema's `scoring` defaults of
+    max_length / max_tokens_per_batch; a direct caller's spec without a name, seed or progress gets
+    the kind's name, seed 0 and progress bars. Idempotent."""
+    scoring = entry_with_defaults({}, "scoring")
+    runtime = {"name": kind, "seed": 0, "progress": True, "max_length": scoring["max_length"],
+               "max_tokens_per_batch": scoring["max_tokens_per_batch"]}
+    return {**runtime, **entry_with_defaults(spec, "reward_models.*")}
 
 
 def spec_key(spec: dict, key: str) -> str:
@@ -27,12 +40,13 @@ def model_path(spec: dict) -> str:
 def load_options(spec: dict) -> dict:
     """from_pretrained options of an RM entry: device/dtype auto (bf16 on GPU, fp32 on CPU),
     safetensors by default, remote code only when the entry opts in."""
-    device = auto_device(spec.get("device", "auto") or "auto")
+    spec = entry_with_defaults(spec, "reward_models.*")
+    device = auto_device(spec["device"] or "auto")
     return {
         "device": device,
-        "dtype": auto_dtype(spec.get("dtype", "auto") or "auto", device),
-        "trust_remote_code": bool(spec.get("trust_remote_code", False)),
-        "use_safetensors": bool(spec.get("use_safetensors", True)),
+        "dtype": auto_dtype(spec["dtype"] or "auto", device),
+        "trust_remote_code": bool(spec["trust_remote_code"]),
+        "use_safetensors": bool(spec["use_safetensors"]),
     }
 
 

@@ -7,14 +7,16 @@ import numpy as np
 
 from ..prompts import ScoreRequest
 from .base import RewardModel, ScoreOutput
+from .inputs import spec_with_defaults
 
 
 class LengthRM(RewardModel):
     kind = "length"
 
     def __init__(self, spec: dict):
-        self.name = spec.get("name", "length")
-        self.unit = spec.get("length_unit", "words")
+        spec = spec_with_defaults(spec, self.kind)
+        self.name = spec["name"]
+        self.unit = spec["length_unit"]
         if self.unit not in ("words", "chars"):
             raise ValueError(f"config key reward_models.{self.name}.length_unit: expected 'words' or 'chars', "
                              f"got {self.unit!r}")
