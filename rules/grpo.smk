@@ -2,6 +2,9 @@
 # (policy, RM) through the same reward adapter and training prompts as PPO, evaluated like PPO.
 #   results/grpo/{policy}/{rm}/model/              trained policy (HF folder)
 #   results/grpo/{policy}/{rm}/train_log.csv       reward / kl / entropy (+ trl stats) per GRPO step
+#   results/grpo/{policy}/{rm}/checkpoints/        newest resume checkpoint every grpo.save_steps steps (not a
+#                                                  declared output, so Snakemake keeps it when a job fails or
+#                                                  is killed; a rerun resumes from it; removed after success)
 #   results/grpo/{policy}/{rm}/eval_judged.jsonl   rule eval_ppo (method grpo): judged vs the base policy
 #   results/downstream/grpo.csv                    rule judged_measures: the downstream contract's table
 #   results/tables/grpo.csv                        mean judge score + bootstrap CI, win/tie/loss rates
@@ -9,6 +12,8 @@
 GRPO = config.get("grpo") or {}
 GRPO_ENABLED = "grpo" in DOWNSTREAM
 # The grpo keys train_grpo reads (prbench.grpo.TRAIN_KEYS); evaluation uses ppo.eval_* (same base answers).
+# save_steps is among them as ppo.save_steps is in PPO_TRAIN (params hold what the job reads): editing it
+# reruns train_grpo; it is not part of the checkpoint fingerprint, so an interrupted run still resumes.
 GRPO_TRAIN = pick(
     GRPO,
     [
@@ -31,6 +36,7 @@ GRPO_TRAIN = pick(
         "per_device_batch_size",
         "gradient_checkpointing",
         "max_prompt_tokens",
+        "save_steps",
     ],
 )
 

@@ -12,8 +12,8 @@ import torch
 from ppo_tiny import make_policy_dir, make_prompt_rows
 from safetensors.torch import load_file
 
+from prbench.checkpoints import list_checkpoints
 from prbench.io import read_json, write_jsonl
-from prbench.ppo_checkpoint import list_checkpoints
 from prbench.ppo_launch import launch_command, run_ppo_job
 
 # global batch 8 = 2 processes x 4 rollouts; mini-batch 4 = 2 processes x micro-batch 1 x accumulation 2

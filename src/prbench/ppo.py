@@ -14,9 +14,10 @@ Mapping of config `ppo:` to trl: `batch_size` rollouts per PPO step, split into
 training prompts), stop at the tokenizer's EOS.
 
 Checkpoints and resume (trl's experimental PPOTrainer has no resume_from_checkpoint;
-`prbench.ppo_checkpoint`): every `save_steps` steps, and after the last one, the callback below
-atomically writes `checkpoints/step-NNNNNN/` with the policy and value model (save_pretrained),
-optimizer and LR scheduler state, the Python/NumPy/torch RNG states, the step/episode counters,
+`prbench.ppo_checkpoint`, folder helpers shared with GRPO in `prbench.checkpoints`): every
+`save_steps` steps, and after the last one, the callback below atomically writes
+`checkpoints/step-NNNNNN/` with the policy and value model (save_pretrained), optimizer and LR
+scheduler state, the Python/NumPy/torch RNG states, the step/episode counters,
 the training log so far and a fingerprint of the run settings. A new run with the same
 fingerprint resumes from the newest checkpoint: it reloads the weights (the reference model stays
 the base policy), optimizer, scheduler and RNG states, sets trl's step/episode counters in
@@ -39,21 +40,14 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .checkpoints import CKPT_PREFIX, fingerprint, latest_checkpoint, list_checkpoints
 from .config import entry_with_defaults
 from .generation import neutralize
 from .io import read_json, read_jsonl, write_csv, write_json, write_jsonl
 from .models import save_pretrained_atomic
 from .policy import load_policy_model
 from .policy_prompts import base_reference_answers, cap_prompt_rows, load_prompt_rows, render_key
-from .ppo_checkpoint import (
-    CKPT_PREFIX,
-    PromptBatches,
-    fingerprint,
-    latest_checkpoint,
-    list_checkpoints,
-    rng_state,
-    set_rng_state,
-)
+from .ppo_checkpoint import PromptBatches, rng_state, set_rng_state
 from .ppo_rollout import releasing_rollout_scores
 from .reward_adapter import PromptIndex, RewardAdapter
 from .seeding import seed_everything, stable_seed
@@ -437,7 +431,7 @@ def train_ppo(
                      getattr(rm, "name", None), {k: settings[k] for k in TRAIN_KEYS}, run_seed, prompts_fp)
     run = _PPORun(policy_path, rm, rows, Path(out_dir), settings, run_seed, fp, trust_remote_code, device)
     run.extra_callbacks = list(callbacks)
-    ckpt = latest_checkpoint(run.ckpt_root, fp)
+    ckpt = latest_checkpoint(run.ckpt_root, fp, "PPO")
     resumed_from = None
     if ckpt is not None:
         resumed_from = read_json(ckpt / "state.json")["step"]

@@ -6,34 +6,20 @@ model (save_pretrained), optimizer and LR scheduler state, the Python/NumPy/torc
 every training process (`rng_state`), the step/episode counters, the training log so far and a
 `fingerprint` of the run settings. A new run with the same fingerprint resumes from the newest
 checkpoint (`latest_checkpoint`); a checkpoint with another fingerprint (changed
-config/prompts/model) is discarded. Prompt batches come from a seeded, restartable order
-(`PromptBatches`) instead of trl's shuffled DataLoader, so a resumed run skips exactly the batches
-already used.
+config/prompts/model) is discarded. The checkpoint-folder helpers (`fingerprint`,
+`list_checkpoints`, `latest_checkpoint`) live in `prbench.checkpoints`, shared with GRPO. Prompt
+batches come from a seeded, restartable order (`PromptBatches`) instead of trl's shuffled
+DataLoader, so a resumed run skips exactly the batches already used.
 """
 from __future__ import annotations
 
-import hashlib
-import json
-import logging
 import random
-import shutil
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import torch
 
-from .io import read_json
 from .seeding import stable_seed
-
-log = logging.getLogger("prbench.ppo_checkpoint")
-
-CKPT_PREFIX = "step-"
-
-
-def fingerprint(*parts) -> str:
-    blob = json.dumps(parts, sort_keys=True, default=str).encode("utf-8")
-    return hashlib.sha256(blob).hexdigest()[:16]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -75,35 +61,6 @@ class PromptBatches:
 
     def __len__(self) -> int:
         return self.per_epoch
-
-
-# ---------------------------------------------------------------------------------------------
-# checkpoints
-# ---------------------------------------------------------------------------------------------
-def list_checkpoints(ckpt_root: Path) -> list[Path]:
-    if not ckpt_root.exists():
-        return []
-    return sorted((p for p in ckpt_root.iterdir() if p.name.startswith(CKPT_PREFIX) and (p / "state.json").exists()),
-                  key=lambda p: int(p.name[len(CKPT_PREFIX):]))
-
-
-def latest_checkpoint(ckpt_root: Path, fp: str) -> Path | None:
-    """Newest complete checkpoint of this run; checkpoints of other settings are removed."""
-    if ckpt_root.exists():  # half-written checkpoints of a run killed while saving
-        for tmp in ckpt_root.glob(f".tmp-{CKPT_PREFIX}*"):
-            shutil.rmtree(tmp, ignore_errors=True)
-    ckpts = list_checkpoints(ckpt_root)
-    if not ckpts:
-        return None
-    last = ckpts[-1]
-    state = read_json(last / "state.json")
-    if state.get("fingerprint") != fp:
-        log.warning("discarding PPO checkpoints in %s: written with other settings (fingerprint %s != %s)",
-                    ckpt_root, state.get("fingerprint"), fp)
-        for p in ckpts:
-            shutil.rmtree(p, ignore_errors=True)
-        return None
-    return last
 
 
 def rng_state() -> dict:
