@@ -66,6 +66,18 @@ def test_tiny_run_writes_model_and_log_through_the_adapter(setup):
     assert not (out / "trl").exists()  # trl's scratch folder is removed
 
 
+def test_num_iterations_logs_every_step_and_rewards_only_generation_steps(setup):
+    """num_iterations 2: each generation batch serves two optimizer steps; every step gets a log
+    row, the reward (and the RM calls) only on the steps that generate."""
+    root, policy, _ = setup
+    rm = RecordingRM()
+    out, summary = _run(root, policy, "iter2", rm, {**GRPO, "steps": 4, "num_iterations": 2})
+    log = pd.read_csv(out / "train_log.csv")
+    assert log["step"].tolist() == [1, 2, 3, 4]
+    assert log["reward"].notna().tolist() == [True, False, True, False]
+    assert log["reward_scored"].tolist() == [8, 0, 8, 0] and summary["reward_scored"] == 16 == len(rm.requests)
+
+
 def test_same_run_twice_is_identical_and_settings_matter(setup):
     root, policy, _ = setup
     a, _ = _run(root, policy, "s1", LengthRM())

@@ -147,7 +147,9 @@ def _callback(rows_log: list, adapter: RewardAdapter):
 
     class StepLog(TrainerCallback):
         def on_log(self, args, state, control, logs=None, **kw):
-            if logs and "reward" in logs:
+            # one row per optimizer step: with num_iterations > 1 the steps that reuse a generation
+            # batch log a loss but no reward (reward NaN, reward_scored 0 there)
+            if logs and ("reward" in logs or "loss" in logs):
                 rows_log.append(_log_row(logs, state.global_step, adapter.stats.reset()))
             return control
 
