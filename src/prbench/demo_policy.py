@@ -180,7 +180,8 @@ def _sft_train(model, tok, examples: list[dict], cfg: dict, seed: int, max_lengt
             logging_steps=max(1, min(20, int(total_steps) // 10)),
             save_strategy="no", report_to=[], seed=seed, data_seed=seed, use_cpu=use_cpu,
             completion_only_loss=True, dataloader_num_workers=0, disable_tqdm=True,
-            dataset_num_proc=None, train_sampling_strategy="group_by_length", bf16=bf16, fp16=False)
+            dataset_num_proc=None, train_sampling_strategy="group_by_length", bf16=bf16, fp16=False,
+            gradient_checkpointing=False)
         trainer = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok)
         result = trainer.train()
         history = [h for h in trainer.state.log_history if "loss" in h]
