@@ -211,6 +211,7 @@ rule score_bon:
         "logs/bon/{policy}/score_{rm}.log",
     benchmark:
         "job_times/bon/{policy}/score_{rm}.tsv"
+    priority: 2  # after PPO training, before the short GRPO and evaluation jobs
     conda:
         "../envs/downstream.yaml"
     threads: threads_for(2)

@@ -15,7 +15,7 @@ rule train_demo_policy:
         "job_times/models/train_demo_policy_{policy}.tsv"
     wildcard_constraints:
         policy="|".join(TRAINED_POLICIES) if TRAINED_POLICIES else "__none__",
-    priority: 20  # the critical path: BoN, PPO and GRPO wait for the policy, so it starts first
+    priority: 20  # the critical path: BoN, PPO and GRPO wait for the policy
     conda:
         "../envs/downstream.yaml"
     threads: threads_for(2)

@@ -116,6 +116,7 @@ rule train_ppo:
         "logs/ppo/{policy}/{rm}/train.log",
     benchmark:
         "job_times/ppo/{policy}/{rm}/train.tsv"
+    priority: 3  # longest jobs first after the policy: the short ones fill the cores at the end
     conda:
         "../envs/downstream.yaml"
     threads: threads_for(8)
