@@ -143,9 +143,11 @@ def gpus_for(params_b, train=False):
 
 
 def threads_for(n):
-    """Threads for a job: n on a GPU box or cluster; one in the demo, whose tiny models gain
-    little from a second thread (the demo policy: 397 s on 1 thread, 345 s on 2, identical
-    weights), so two one-thread jobs side by side beat one two-thread job on a 2-core machine."""
+    """Threads for a job: n on a GPU box or cluster, one in the demo. The demo's tiny models gain
+    little from a second thread (the demo policy: 397 s on 1 thread, 345 s on 2), so one-thread jobs
+    side by side keep both cores busy while the policy trains. And one thread everywhere makes the
+    demo's tables independent of the machine: Snakemake scales `threads` down to `--cores`, and the
+    RM trainings' weights depend on the thread count (docs/DESIGN.md, "Threads")."""
     return 1 if DEMO else n
 
 

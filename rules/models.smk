@@ -22,12 +22,10 @@ rule train_demo_rm:
         "job_times/models/train_demo_rm_{rm}.tsv"
     wildcard_constraints:
         rm="|".join(TRAINED_RMS) if TRAINED_RMS else "__none__",
-    priority: 30  # before the policy: on 2 cores a 2-thread job can only run before the 1-thread policy
-    # starts, and the benchmark scoring that follows fills the policy's second core (docs/DESIGN.md)
+    priority: 10  # after the policy (the critical path), before the benchmark scoring
     conda:
         "../envs/downstream.yaml"
-    threads: 2  # not threads_for: the trained weights depend on the thread count, and MiniLM training
-    # uses a second thread well (pers_profile: 50 s on 2 threads, 85 s on 1 beside another job)
+    threads: threads_for(2)
     resources:
         mem_mb=CPU_MEM_MB if DEMO else mem_mb_for(0.1, train=True),
         runtime=30,
