@@ -126,3 +126,19 @@ class FlakyRM(RewardModel):
 
 def user_text(row) -> str:
     return user_turn(row["question"], row["profile"])
+
+
+class Interrupt(RuntimeError):
+    """Raised by `interrupt_after`: a training job killed after a step (resume tests)."""
+
+
+def interrupt_after(step):
+    """A trainer callback that raises Interrupt once `step` optimizer steps are done."""
+    from transformers import TrainerCallback
+
+    class Boom(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step == step:
+                raise Interrupt(f"killed after step {step}")
+
+    return Boom()

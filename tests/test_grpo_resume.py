@@ -6,7 +6,7 @@ import logging
 
 import pytest
 import torch
-from ppo_tiny import FlakyRM, LengthRM, make_policy_dir, make_prompt_rows
+from ppo_tiny import FlakyRM, Interrupt, LengthRM, interrupt_after, make_policy_dir, make_prompt_rows
 from safetensors.torch import load_file
 
 from prbench.checkpoints import list_checkpoints
@@ -17,21 +17,6 @@ from prbench.io import write_jsonl
 GRPO = {"num_generations": 4, "prompts_per_step": 2, "steps": 6, "max_completion_length": 10, "lr": 1e-3,
         "temperature": 1.0, "top_p": 0.9, "per_device_batch_size": 4, "nan_reward": -1.0}
 STEPS = 6
-
-
-class Interrupt(RuntimeError):
-    pass
-
-
-def interrupt_after(step):
-    from transformers import TrainerCallback
-
-    class Boom(TrainerCallback):
-        def on_step_end(self, args, state, control, **kw):
-            if state.global_step == step:
-                raise Interrupt(f"killed after step {step}")
-
-    return Boom()
 
 
 @pytest.fixture(scope="module")

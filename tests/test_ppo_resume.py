@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from ppo_tiny import FlakyRM, LengthRM, make_policy_dir, make_prompt_rows
+from ppo_tiny import FlakyRM, Interrupt, LengthRM, interrupt_after, make_policy_dir, make_prompt_rows
 from safetensors.torch import load_file
 
 from prbench.checkpoints import list_checkpoints
@@ -15,21 +15,6 @@ from prbench.ppo import resolve_settings, train_ppo
 CFG = dict(actor_lr=2e-3, critic_lr=2e-3, batch_size=8, mini_batch_size=4, ppo_epochs=1, total_episodes=40,
            response_length=10, temperature=1.0, kl_coef=0.05, save_steps=2, nan_reward=-1.0)
 STEPS = 5  # ceil(40 / 8)
-
-
-class Interrupt(RuntimeError):
-    pass
-
-
-def interrupt_after(step):
-    from transformers import TrainerCallback
-
-    class Boom(TrainerCallback):
-        def on_step_end(self, args, state, control, **kw):
-            if state.global_step == step:
-                raise Interrupt(f"killed after step {step}")
-
-    return Boom()
 
 
 @pytest.fixture(scope="module")
