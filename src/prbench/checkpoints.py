@@ -8,12 +8,11 @@ the fingerprints agree (`latest_checkpoint`); otherwise the stale checkpoints ar
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import shutil
 from pathlib import Path
 
-from .io import read_json
+from .io import json_sha256, read_json
 from .models import resolve_model_ref
 
 log = logging.getLogger("prbench.checkpoints")
@@ -23,8 +22,8 @@ STATE_NAME = "state.json"
 
 
 def fingerprint(*parts) -> str:
-    blob = json.dumps(parts, sort_keys=True, default=str).encode("utf-8")
-    return hashlib.sha256(blob).hexdigest()[:16]
+    """Short content hash of `parts` (io.json_sha256 with ASCII escapes, as earlier checkpoints were hashed)."""
+    return json_sha256(parts, ensure_ascii=True)[:16]
 
 
 def file_digest(path) -> str:
