@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from prbench.config import load_config  # noqa: E402
+from prbench.validation import load_config  # noqa: E402
 
 # Questions per subset of the released Personalized RewardBench test split (the paper's sizes).
 PAPER_SUBSET_SIZES = {"Art_and_Entertainment": 767, "Lifestyle_and_Personal_Development": 989,

@@ -23,10 +23,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from prbench.batching import fixed_size_batches, length_bucketed_batches, padded_tokens  # noqa: E402
-from prbench.config import load_config  # noqa: E402
 from prbench.prompts import ScoreRequest  # noqa: E402
 from prbench.rms import load_reward_model  # noqa: E402
-from prbench.scoring import load_pairs  # noqa: E402
+from prbench.scoring.benchmark import load_pairs  # noqa: E402
+from prbench.validation import load_config  # noqa: E402
 
 
 def main() -> None:
@@ -47,7 +47,7 @@ def main() -> None:
     if rm_dir.exists():
         spec = {**cfg["reward_models"][args.rm], "name": args.rm, "path": str(rm_dir)}
     else:
-        from prbench.train_rm import build_base_model
+        from prbench.training.rm import build_base_model
 
         tmp = Path("/tmp/prbench_bench_scoring_minilm3")
         if not tmp.exists():

@@ -12,7 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from synthetic_analysis import RMS, write_world  # noqa: E402
 
-from prbench.correlation import collect, correlate  # noqa: E402
+from prbench.analysis.correlation import collect, correlate  # noqa: E402
 
 
 def main():

@@ -22,17 +22,17 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from prbench.config import load_config  # noqa: E402
+from prbench.downstream.ppo.train import train_ppo  # noqa: E402
 from prbench.io import write_jsonl  # noqa: E402
 from prbench.models import resolve_model_ref  # noqa: E402
-from prbench.ppo import train_ppo  # noqa: E402
+from prbench.validation import load_config  # noqa: E402
 
 
 def stand_in(tmp: Path, cfg: dict, prompts: Path) -> tuple[str, dict, Path]:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+    from prbench.downstream.policy import build_model, train_tokenizer
     from prbench.io import read_jsonl
-    from prbench.policy import build_model, train_tokenizer
 
     if prompts.exists():  # the demo's real PPO prompts
         rows = read_jsonl(prompts)

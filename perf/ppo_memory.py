@@ -1,4 +1,4 @@
-"""Memory plan of the PPO runs of a config (prbench.ppo_memory), printed before any GPU is used.
+"""Memory plan of the PPO runs of a config (prbench.downstream.ppo.memory), printed before any GPU is used.
 
     .venv/bin/python perf/ppo_memory.py [--config config.yaml] [--gpus N] [--policy P] [--rm R]
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from prbench.config import load_config  # noqa: E402
-from prbench.ppo_memory import format_plan, plan_for_config, refusal  # noqa: E402
+from prbench.downstream.ppo.memory import format_plan, plan_for_config, refusal  # noqa: E402
+from prbench.validation import load_config  # noqa: E402
 
 
 def main(argv=None) -> int:

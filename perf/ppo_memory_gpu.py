@@ -2,9 +2,9 @@
 
     python perf/ppo_memory_gpu.py --out ppo_memory_gpu.json [--prompt-tokens 2048 8192]
 
-Needs one CUDA GPU; downloads nothing. Two measurements, each beside `prbench.ppo_memory.plan`:
+Needs one CUDA GPU; downloads nothing. Two measurements, each beside `prbench.downstream.ppo.memory.plan`:
 
-1. **Training process**: one real PPO step (`prbench.ppo.train_ppo`, trl's PPOTrainer) of a policy
+1. **Training process**: one real PPO step (`prbench.downstream.ppo.train.train_ppo`, trl's PPOTrainer) of a policy
    with the exact shape of `Qwen/Qwen2.5-0.5B-Instruct` (vocab 151,936, hidden 896, 24 layers;
    random weights, the project's Qwen replica tokenizer) as one of 2 training processes of a
    batch-128 run sees it: local rollout batch 64 (`--batch-size`), per-process mini-batch 8 as
@@ -81,14 +81,14 @@ def measure_training(prompt_tokens: int, work: Path, release: bool = True, overr
     import trl.experimental.ppo.ppo_trainer as trl_ppo
     from transformers import AutoTokenizer
 
-    import prbench.ppo as ppo_mod
-    import prbench.ppo_rollout as rollout_mod
+    import prbench.downstream.ppo.rollout as rollout_mod
+    import prbench.downstream.ppo.train as ppo_mod
+    from prbench.downstream.ppo.memory import model_shape, plan
+    from prbench.downstream.ppo.rollout import releasing_rollout_scores
+    from prbench.downstream.ppo.train import train_ppo
+    from prbench.downstream.prompt_rows import cap_prompt_rows
+    from prbench.downstream.reward_adapter import render_policy_prompt, tokenize_prompt
     from prbench.io import write_jsonl
-    from prbench.policy_prompts import cap_prompt_rows
-    from prbench.ppo import train_ppo
-    from prbench.ppo_memory import model_shape, plan
-    from prbench.ppo_rollout import releasing_rollout_scores
-    from prbench.reward_adapter import render_policy_prompt, tokenize_prompt
     from prbench.rms.length import LengthRM
 
     policy = work / "policy"
@@ -136,7 +136,7 @@ def measure_rm(prompt_tokens: list[int], response_length: int = 512, chunk: int 
     import torch
     from transformers import LlamaConfig, LlamaForSequenceClassification
 
-    from prbench.ppo_memory import ModelShape
+    from prbench.downstream.ppo.memory import ModelShape
 
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
@@ -162,7 +162,7 @@ def measure_rm(prompt_tokens: list[int], response_length: int = 512, chunk: int 
 def _rm_point(model, cfg, shape, pol, prompt_tokens, response_length, chunk, weights) -> dict:
     import torch
 
-    from prbench.ppo_memory import plan
+    from prbench.downstream.ppo.memory import plan
 
     T = prompt_tokens + response_length
     ids = torch.randint(1, cfg.vocab_size, (chunk, T), device="cuda")
@@ -186,7 +186,8 @@ def main(argv=None) -> int:
     ap.add_argument("--train-prompt-tokens", type=int, nargs="*", default=None,
                     help="prompt lengths of the training check (default: --prompt-tokens)")
     ap.add_argument("--release", choices=["on", "off", "both"], default="on",
-                    help="rollout scores released as read (prbench.ppo_rollout), trl's own lifetime, or both")
+                    help="rollout scores released as read (prbench.downstream.ppo.rollout), trl's own lifetime, "
+                         "or both")
     ap.add_argument("--batch-size", type=int, default=None, help="local rollout batch (default 64)")
     ap.add_argument("--steps", type=int, default=1, help="PPO steps per measurement")
     ap.add_argument("--out", default="ppo_memory_gpu.json")

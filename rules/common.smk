@@ -6,7 +6,7 @@ from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from prbench import downstream as DS  # noqa: E402
-from prbench.config import check_config  # noqa: E402
+from prbench.validation import check_config  # noqa: E402
 from prbench.rms import kind_info  # noqa: E402
 
 validate(config, schema="../schemas/config.schema.yaml")

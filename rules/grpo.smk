@@ -11,7 +11,7 @@
 # Registered as downstream method `grpo` (prbench.downstream): the analysis finds it from there.
 GRPO = config.get("grpo") or {}
 GRPO_ENABLED = "grpo" in DOWNSTREAM
-# The grpo keys train_grpo reads (prbench.grpo.TRAIN_KEYS); evaluation uses ppo.eval_* (same base answers).
+# The grpo keys train_grpo reads (prbench.downstream.grpo.train.TRAIN_KEYS); evaluation uses ppo.eval_* (same base answers).
 # save_steps is among them as ppo.save_steps is in PPO_TRAIN (params hold what the job reads): editing it
 # reruns train_grpo; it is not part of the checkpoint fingerprint, so an interrupted run still resumes.
 GRPO_TRAIN = pick(

@@ -59,11 +59,11 @@ PPO_TRAIN = pick(
         "gpus",
     ],
 )
-# GPUs of each train_ppo job from the memory plan (prbench.ppo_memory): ppo.gpus, else the smallest
+# GPUs of each train_ppo job from the memory plan (prbench.downstream.ppo.memory): ppo.gpus, else the smallest
 # count that fits resources.gpu_mem_gb; a plan that does not fit stops here, naming the keys.
 PPO_GPUS = {}
 if PPO_ENABLED and not DEMO:
-    from prbench.ppo_memory import plan_for_config, refusal
+    from prbench.downstream.ppo.memory import plan_for_config, refusal
 
     for _p in POLICIES:
         for _r in RMS:
@@ -124,7 +124,7 @@ rule train_ppo:
         # host memory: policy + critic trained, reference policy and RM loaded
         mem_mb=lambda wc: mem_mb_for(2 * PPO_POLICY_B[wc.policy] + PPO_RM_B[wc.rm], train=True),
         runtime=30 if DEMO else 24 * 60,
-        # one training process per GPU, the RM on one more when > 1 (prbench.ppo_launch)
+        # one training process per GPU, the RM on one more when > 1 (prbench.downstream.ppo.launch)
         gpu=lambda wc: 0 if DEMO else PPO_GPUS[(wc.policy, wc.rm)],
     params:
         prompts=canon(PROMPTS),

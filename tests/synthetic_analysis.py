@@ -27,8 +27,8 @@ def _jsonl(path: Path, rows) -> None:
 def measure_tables(root, bon_files, ppo_files=()) -> list[tuple[str, str]]:
     """The downstream contract's measure tables (results/downstream/{method}.csv) of the given
     curves / eval_judged files, written by the stages' own functions; (method, path) in registry order."""
-    from prbench.bon import write_bon_measures
     from prbench.downstream import write_judged_measures
+    from prbench.downstream.bon import write_bon_measures
 
     out = Path(root) / "results" / "downstream"
     tables = [("bon", str(out / "bon.csv"))]
@@ -88,7 +88,7 @@ def write_world(
             _jsonl(path, rows)
             pair_files.append((rm, bench, str(path)))
             df = pd.DataFrame(rows)
-            # Same shape as prbench.scoring's table: overall row grouped as "all"; the personalized
+            # Same shape as prbench.scoring.benchmark's table: overall row grouped as "all"; the personalized
             # benchmark lists its subsets at both the subset and the section level.
             levels = [("overall", None), ("section", "section")]
             if bench == "personalized":

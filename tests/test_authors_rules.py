@@ -6,10 +6,10 @@ import random
 import numpy as np
 import pandas as pd
 
-from prbench import bon
+from prbench.downstream import bon
 from prbench.io import read_jsonl, write_jsonl
 from prbench.rms.base import CompareOutput, RewardModel, ScoreOutput
-from prbench.scoring import accuracy_table, score_benchmark
+from prbench.scoring.benchmark import accuracy_table, score_benchmark
 
 SUBSETS = {"alpacaeval-easy": "chat", "mt-bench-med": "chat", "llmbar-natural": "chat_hard",
            "donotanswer": "safety", "math-prm": "reasoning", "hep-go": "reasoning"}

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prbench import bon
+from prbench.downstream import bon
 from prbench.io import read_jsonl, write_jsonl
 from prbench.rms.base import RewardModel, ScoreOutput
 
@@ -137,7 +137,7 @@ def _nan_world(g_qa2=None):
 
 def test_nan_judgement_drops_only_the_cells_that_need_it(caplog):
     samples, judged, rms = _nan_world()
-    caplog.set_level(logging.WARNING, logger="prbench.bon")
+    caplog.set_level(logging.WARNING, logger="prbench.downstream.bon")
     curves, table = bon.bon_curves(samples, judged, rms, [1, 2, 4], 4, "pol", n_boot=0)
     t = table.set_index(["rm", "estimator", "k"])
     assert (table["judge_nan_samples"] == 1).all()

@@ -6,7 +6,8 @@ import pytest
 import yaml
 from conftest import REPO, snakemake_bin
 
-from prbench.config import ConfigError, load_config, validate_config
+from prbench.config import ConfigError
+from prbench.validation import load_config, validate_config
 
 
 def _load(name):
@@ -119,7 +120,7 @@ def test_snakemake_stops_before_any_job(tmp_path, mutate, needle):
 ])
 def test_kind_capabilities_are_checked_naming_the_key(change, key):
     """Whether a kind needs a model or can read the profile comes from the RM registry."""
-    from prbench.config import check_config
+    from prbench.validation import check_config
 
     cfg = _load("config.yaml")
     change(cfg["reward_models"]["skywork_v2_llama8b"])
@@ -131,10 +132,30 @@ def test_rm_kind_registry_capabilities():
     from prbench.rms import KINDS, kind_info
 
     schema = yaml.safe_load((REPO / "schemas/config.schema.yaml").read_text())
-    enum = schema["properties"]["reward_models"]["additionalProperties"]["properties"]["kind"]["enum"]
-    assert sorted(enum) == sorted(KINDS)
+    kind = schema["properties"]["reward_models"]["additionalProperties"]["properties"]["kind"]
+    assert "enum" not in kind, "the registry (prbench.rms.KINDS) is the only list of RM kinds"
+    assert {"classifier", "generative_pairwise", "generative_pointwise", "length"} <= set(KINDS)
     assert not kind_info("length").needs_model and not kind_info("length").uses_gpu
     assert kind_info("generative_pairwise").pairwise and kind_info("classifier").needs_model
+
+
+def test_baseline_kinds_come_from_one_registry():
+    """Loader, official score and the config check all read prbench.data.baselines.KINDS."""
+    from prbench.data import baselines
+    from prbench.data.rewardbench import load_pairs
+    from prbench.scoring.official import rewardbench_components
+
+    schema = yaml.safe_load((REPO / "schemas/config.schema.yaml").read_text())
+    kind = schema["properties"]["data"]["properties"]["baselines"]["additionalProperties"]["properties"]["kind"]
+    assert "enum" not in kind, "the registry (prbench.data.baselines.KINDS) is the only list of baseline kinds"
+    assert set(baselines.KINDS) == {"rewardbench", "rmbench"}
+    assert baselines.loader("rewardbench") is load_pairs
+    assert baselines.official_components("rewardbench") is rewardbench_components
+    cfg = _load("config.yaml")
+    cfg["data"]["baselines"]["rewardbench"]["kind"] = "magic"
+    with pytest.raises(ConfigError, match=r"data\.baselines\.rewardbench\.kind: unknown baseline kind 'magic' "
+                                          r"\(known: rewardbench, rmbench\)"):
+        validate_config(cfg)
 
 
 def _demo_mutations():

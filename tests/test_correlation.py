@@ -12,7 +12,7 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic_analysis import measure_tables, write_world  # noqa: E402
 
-from prbench.correlation import TABLE_COLUMNS, collect, correlate, run_correlations  # noqa: E402
+from prbench.analysis.correlation import TABLE_COLUMNS, collect, correlate, run_correlations  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 

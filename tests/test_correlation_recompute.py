@@ -18,7 +18,7 @@ sklearn_metrics = pytest.importorskip("sklearn.metrics")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic_analysis import measure_tables, write_world  # noqa: E402
 
-from prbench.correlation import run_correlations  # noqa: E402
+from prbench.analysis.correlation import run_correlations  # noqa: E402
 
 
 def _rbo_independent(x, y, p):

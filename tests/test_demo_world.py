@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import yaml
 
-from prbench.config import validate_config
 from prbench.data import demo_vocab as vocab
 from prbench.data import demo_world as dw
 from prbench.data.retrieval import bow_embed, rank_profiles
 from prbench.io import read_jsonl
+from prbench.validation import validate_config
 
 REPO = Path(__file__).resolve().parents[1]
 HUB_KEYS = {"id", "question", "profile", "rubric_aspects", "narrative", "category", "chosen", "rejected"}

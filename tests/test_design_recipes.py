@@ -35,11 +35,11 @@ def test_named_files_exist():
 @pytest.mark.parametrize("module,names", [
     ("prbench.rms", ["KINDS", "Kind"]),
     ("prbench.rms.base", ["RewardModel", "ScoreOutput", "CompareOutput"]),
-    ("prbench.data.prepare", ["ADAPTERS"]),
+    ("prbench.data.baselines", ["KINDS", "BaselineKind"]),
     ("prbench.data.rewardbench", ["load_pairs"]),
-    ("prbench.official", ["KINDS"]),
+    ("prbench.scoring.official", ["rewardbench_components"]),
     ("prbench.downstream", ["register", "Method", "TABLE_PATTERN", "MEASURE_COLUMNS", "write_measures"]),
-    ("prbench.rankmetrics", ["COEFFICIENTS", "snap"]),
+    ("prbench.analysis.rankmetrics", ["COEFFICIENTS", "snap"]),
 ])
 def test_named_registries_exist(module, names):
     mod = importlib.import_module(module)
@@ -49,22 +49,27 @@ def test_named_registries_exist(module, names):
 
 
 def test_registries_hold_what_the_recipes_say():
-    from prbench.data.prepare import ADAPTERS
+    from prbench import downstream
+    from prbench.analysis.rankmetrics import COEFFICIENTS
+    from prbench.data import baselines
     from prbench.downstream import MEASURE_COLUMNS, REGISTRY, TABLE_PATTERN
-    from prbench.rankmetrics import COEFFICIENTS
     from prbench.rms import KINDS
 
     assert {"classifier", "generative_pairwise", "generative_pointwise", "length"} <= set(KINDS)
     for kind in KINDS.values():  # "<module>:<Class>" under prbench.rms
         module, cls = kind.impl.split(":")
         assert hasattr(importlib.import_module(f"prbench.rms.{module}"), cls)
-    assert set(ADAPTERS) == {"rewardbench", "rmbench"}
+    assert set(baselines.KINDS) == {"rewardbench", "rmbench"}
+    for kind in baselines.KINDS:  # "<module>:<attr>" under prbench
+        assert callable(baselines.loader(kind)) and callable(baselines.official_components(kind))
     assert TABLE_PATTERN == "results/downstream/{method}.csv"
     assert MEASURE_COLUMNS == ["policy", "rm", "method", "estimator", "measure", "k", "question_id", "subset",
                                "value"]
     assert {"bon", "ppo", "grpo"} <= set(REGISTRY) and REGISTRY["grpo"].trained_policy
     assert {"spearman", "kendall_tau_b", "weighted_tau", "ndcg", "rbo"} == set(COEFFICIENTS)
     schema = (REPO / "schemas" / "config.schema.yaml").read_text()
-    assert "enum: [classifier, generative_pairwise, generative_pointwise, length]" in schema
-    assert "enum: [rewardbench, rmbench]" in schema
+    assert "prbench.rms.KINDS" in schema and "prbench.data.baselines.KINDS" in schema  # no enum copies
+    for method in REGISTRY.values():  # built-in hooks: "<module>:<attr>" under prbench.downstream
+        for hook in (method.enabled, method.signal):
+            assert callable(downstream.resolve(hook))
     assert 'include: "rules/grpo.smk"' in (REPO / "Snakefile").read_text()

@@ -90,8 +90,8 @@ def test_no_test_question_reaches_ppo_training(tmp_path):
     """The demo/test configs' shape: the demo world's train split plays LaMP-QA's train split.
     PPO's training prompts (rule train_ppo reads prompts/train.jsonl) hold no question id or
     text of the evaluation prompts or of the benchmark."""
-    from prbench.config import load_config
     from prbench.data.demo_world import generate
+    from prbench.validation import load_config
 
     cfg = load_config(str(ROOT / "configs" / "test.yaml"))
     ds = cfg["data"]["personalized"]["downstream"]

@@ -12,8 +12,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic_analysis import write_world  # noqa: E402
 
-from prbench import downstream, figures  # noqa: E402
-from prbench.correlation import run_correlations  # noqa: E402
+from prbench import downstream  # noqa: E402
+from prbench.analysis import figures  # noqa: E402
+from prbench.analysis.correlation import run_correlations  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TOY = downstream.Method("toy", "Toy", 50, enabled=lambda cfg: True, unscored="toy answers")

@@ -8,8 +8,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic_analysis import write_world  # noqa: E402
 
-from prbench import figures  # noqa: E402
-from prbench.correlation import run_correlations  # noqa: E402
+from prbench.analysis import figures  # noqa: E402
+from prbench.analysis.correlation import run_correlations  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -52,14 +52,14 @@ PROMPTS = [{"question_id": f"q{i}", "subset": "Art", "question": q, "profile": [
 
 
 def _answers(path, **kw):
-    from prbench.policy import generate_answers, load_policy
+    from prbench.downstream.policy import generate_answers, load_policy
 
     model, tok = load_policy(str(path))
     return generate_answers(model, tok, PROMPTS, max_new_tokens=24, progress=False, **kw)
 
 
 def test_loaded_policy_keeps_only_token_ids(lms):
-    from prbench.policy import load_policy
+    from prbench.downstream.policy import load_policy
 
     model, _ = load_policy(str(lms[0]))
     g = model.generation_config

@@ -1,4 +1,4 @@
-"""GRPO stage (prbench.grpo): a tiny trl GRPOTrainer run through the stage function, its reward
+"""GRPO stage (prbench.downstream.grpo.train): a tiny trl GRPOTrainer run through the stage function, its reward
 path (the PPO reward adapter), seeding, settings validation, and the evaluation it shares with PPO."""
 import hashlib
 
@@ -8,9 +8,9 @@ import pytest
 from ppo_tiny import FlakyRM, LengthRM, make_policy_dir, make_prompt_rows
 
 from prbench import downstream
-from prbench.grpo import resolve_settings, train_grpo
+from prbench.downstream.evaluation import eval_ppo, write_base_answers
+from prbench.downstream.grpo.train import resolve_settings, train_grpo
 from prbench.io import read_jsonl, write_jsonl
-from prbench.policy_eval import eval_ppo, write_base_answers
 
 GRPO = {"num_generations": 4, "prompts_per_step": 2, "steps": 3, "max_completion_length": 10, "lr": 1e-3,
         "temperature": 1.0, "top_p": 0.9, "per_device_batch_size": 4}

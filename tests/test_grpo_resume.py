@@ -1,4 +1,4 @@
-"""GRPO checkpoints (prbench.grpo, grpo.save_steps): a tiny run interrupted and resumed ends with
+"""GRPO checkpoints (prbench.downstream.grpo.train, grpo.save_steps): a tiny run interrupted and resumed ends with
 exactly the log and weights of an uninterrupted run, saving changes nothing, and a checkpoint of
 other settings is discarded."""
 import json
@@ -9,8 +9,8 @@ import torch
 from ppo_tiny import FlakyRM, Interrupt, LengthRM, interrupt_after, make_policy_dir, make_prompt_rows
 from safetensors.torch import load_file
 
-from prbench.checkpoints import list_checkpoints
-from prbench.grpo import check_save_steps, resolve_settings, train_grpo
+from prbench.downstream.checkpoints import list_checkpoints
+from prbench.downstream.grpo.train import check_save_steps, resolve_settings, train_grpo
 from prbench.io import write_jsonl
 
 # 6 prompts, 2 per step: 3 steps per epoch, so 6 steps cross an epoch boundary (trl's sampler order)
@@ -70,7 +70,7 @@ def test_interrupted_runs_resume_to_the_uninterrupted_result(setup, reference, c
     assert len((ckpts[0] / "log.jsonl").read_text().splitlines()) == 2
     assert not (out / "train_log.csv").exists()
     # resumed from step 2, killed again after step 5: the newest checkpoint is step 4 (epoch 1)
-    with caplog.at_level(logging.INFO, logger="prbench.grpo"), pytest.raises(Interrupt):
+    with caplog.at_level(logging.INFO, logger="prbench.downstream.grpo.train"), pytest.raises(Interrupt):
         run(root, policy, "interrupted", cfg, [interrupt_after(5)])
     assert "resuming GRPO from" in caplog.text and "step-000002" in caplog.text
     assert [c.name for c in list_checkpoints(out / "checkpoints")] == ["step-000004"]
@@ -88,7 +88,7 @@ def test_checkpoint_of_other_settings_is_discarded(setup, caplog):
     with pytest.raises(Interrupt):
         run(root, policy, "changed", dict(GRPO, save_steps=2), [interrupt_after(3)])
     assert len(list_checkpoints(root / "changed" / "checkpoints")) == 1
-    with caplog.at_level(logging.WARNING, logger="prbench.checkpoints"):
+    with caplog.at_level(logging.WARNING, logger="prbench.downstream.checkpoints"):
         _, summary = run(root, policy, "changed", dict(GRPO, save_steps=2, lr=2e-3))
     assert summary["resumed_from"] is None  # started from step 0
     assert "discarding GRPO checkpoints" in caplog.text

@@ -3,8 +3,8 @@ fixtures in the benchmarks' real subset names and domains, checked against hand 
 import numpy as np
 import pytest
 
-from prbench.official import Official, official_stats
-from prbench.scoring import accuracy_rows
+from prbench.scoring.benchmark import accuracy_rows
+from prbench.scoring.official import Official, official_stats
 
 
 def _rb_rows():

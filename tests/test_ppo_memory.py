@@ -7,8 +7,8 @@ import sys
 import pytest
 from conftest import REPO
 
-from prbench.config import load_config
-from prbench.ppo_memory import KNOWN_CONFIGS, ModelShape, model_shape, plan, plan_for_config, refusal
+from prbench.downstream.ppo.memory import KNOWN_CONFIGS, ModelShape, model_shape, plan, plan_for_config, refusal
+from prbench.validation import load_config
 
 QWEN = ModelShape("Qwen/Qwen2.5-0.5B-Instruct", **KNOWN_CONFIGS["Qwen/Qwen2.5-0.5B-Instruct"], source="known")
 
@@ -68,7 +68,7 @@ def test_released_scores_lower_the_measured_peak():
 
 
 def test_known_shape_parameter_count_matches_table():
-    from prbench.ppo_memory import _params_from_shape
+    from prbench.downstream.ppo.memory import _params_from_shape
 
     c = dict(KNOWN_CONFIGS["Qwen/Qwen2.5-0.5B-Instruct"])
     assert _params_from_shape(c) == pytest.approx(c["params"], rel=0.02)

@@ -12,9 +12,9 @@ import torch
 from ppo_tiny import make_policy_dir, make_prompt_rows
 from safetensors.torch import load_file
 
-from prbench.checkpoints import list_checkpoints
+from prbench.downstream.checkpoints import list_checkpoints
+from prbench.downstream.ppo.launch import launch_command, run_ppo_job
 from prbench.io import read_json, write_jsonl
-from prbench.ppo_launch import launch_command, run_ppo_job
 
 # global batch 8 = 2 processes x 4 rollouts; mini-batch 4 = 2 processes x micro-batch 1 x accumulation 2
 CFG = dict(actor_lr=2e-3, critic_lr=2e-3, batch_size=8, mini_batch_size=4, ppo_epochs=1, total_episodes=32,

@@ -8,9 +8,9 @@ import torch
 from ppo_tiny import FlakyRM, Interrupt, LengthRM, interrupt_after, make_policy_dir, make_prompt_rows
 from safetensors.torch import load_file
 
-from prbench.checkpoints import list_checkpoints
+from prbench.downstream.checkpoints import list_checkpoints
+from prbench.downstream.ppo.train import resolve_settings, train_ppo
 from prbench.io import write_jsonl
-from prbench.ppo import resolve_settings, train_ppo
 
 CFG = dict(actor_lr=2e-3, critic_lr=2e-3, batch_size=8, mini_batch_size=4, ppo_epochs=1, total_episodes=40,
            response_length=10, temperature=1.0, kl_coef=0.05, save_steps=2, nan_reward=-1.0)

@@ -1,14 +1,14 @@
-"""Rollout scores released as trl reads them (prbench.ppo_rollout): same values, shorter lifetime."""
+"""Rollout scores released as trl reads them (prbench.downstream.ppo.rollout): same values, shorter lifetime."""
 import pandas as pd
 import pytest
 import torch
 from ppo_tiny import LengthRM, make_policy_dir, make_prompt_rows
 from safetensors.torch import load_file
 
-import prbench.ppo as ppo_mod
+import prbench.downstream.ppo.train as ppo_mod
+from prbench.downstream.ppo.rollout import ReleasingScores, releasing_rollout_scores
+from prbench.downstream.ppo.train import train_ppo
 from prbench.io import write_jsonl
-from prbench.ppo import train_ppo
-from prbench.ppo_rollout import ReleasingScores, releasing_rollout_scores
 
 # Responses stop at EOS at different lengths, so chunks have different widths and need padding.
 CFG = dict(actor_lr=2e-3, critic_lr=2e-3, batch_size=8, mini_batch_size=4, ppo_epochs=1, total_episodes=24,

@@ -106,7 +106,7 @@ def test_bad_template_config_names_the_key(tmp_path):
 
 
 def test_config_schema_accepts_prompt_keys_and_fills_defaults():
-    from prbench.config import load_config
+    from prbench.validation import load_config
 
     cfg = load_config(str(ROOT / "config.yaml"))
     assert cfg["prompts"]["templates"] == "default"

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from prbench import rankmetrics as rk
+from prbench.analysis import rankmetrics as rk
 
 
 def _random_pairs(n_cases=300, seed=0):

@@ -4,13 +4,13 @@ import pytest
 import torch
 from ppo_tiny import FlakyRM, LengthRM, MiniCrossEncoderRM, make_policy_dir, make_prompt_rows
 
+from prbench.downstream.reward_adapter import PromptIndex, RewardAdapter
 from prbench.prompts import ScoreRequest
-from prbench.reward_adapter import PromptIndex, RewardAdapter
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from prbench.policy import load_policy
+    from prbench.downstream.policy import load_policy
 
     path = make_policy_dir(tmp_path_factory.mktemp("policy"))
     model, tok = load_policy(str(path), device="cpu")
@@ -169,11 +169,11 @@ def test_reward_scale_multiplies_scores_not_nan_reward(tiny):
 
 def test_pairwise_rm_reward_compares_each_rollout_with_its_prompts_base_answer(tiny, monkeypatch):
     """PPO with a generative pairwise RM: the base policy's greedy answers to the train prompts
-    (prbench.policy_prompts.base_reference_answers, as train_ppo builds them) are the reference each rollout is
+    (prbench.downstream.prompt_rows.base_reference_answers, as train_ppo builds them) are the reference each rollout is
     compared with, through trl's reward call path and the adapter."""
     from trl.experimental.utils import get_reward
 
-    from prbench.policy_prompts import base_reference_answers
+    from prbench.downstream.prompt_rows import base_reference_answers
     from prbench.rms.base import CompareOutput
     from prbench.rms.generative import GenerativePairwiseRM
 

@@ -116,7 +116,7 @@ def test_always_a_judge_scores_about_half(lm_a, tmp_path):
     """The paper's accuracy: one seeded order per pair (about half the pairs show chosen first),
     or both orders with ties counting half; either way an always-"A" judge is at chance."""
     from prbench.io import write_jsonl
-    from prbench.scoring import score_benchmark
+    from prbench.scoring.benchmark import score_benchmark
 
     rows = make_pairs(40, seed=5)
     write_jsonl(tmp_path / "bench.jsonl", rows)

@@ -8,7 +8,7 @@ from rm_helpers import make_pairs
 
 from prbench.io import read_json, read_jsonl, write_jsonl
 from prbench.rms.base import CompareOutput, RewardModel, ScoreOutput
-from prbench.scoring import accuracy_table, load_pairs, score_benchmark, score_pairs, summarize
+from prbench.scoring.benchmark import accuracy_table, load_pairs, score_benchmark, score_pairs, summarize
 
 
 class DictRM(RewardModel):

@@ -73,8 +73,8 @@ ROWS = [{"question_id": f"{s}/q{i}", "subset": s, "question": "?", "profile": []
 
 @pytest.mark.parametrize("k", [None, 1, 2, 5])
 def test_select_per_subset_matches_the_bon_and_ppo_copies(k):
-    from prbench.bon import select_questions
-    from prbench.policy_prompts import select_eval_prompts
+    from prbench.downstream.bon import select_questions
+    from prbench.downstream.prompt_rows import select_eval_prompts
 
     got = select_per_subset(ROWS, k)
     assert got == select_questions(ROWS, k) == select_eval_prompts(ROWS, k)

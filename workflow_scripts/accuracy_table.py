@@ -1,6 +1,6 @@
-"""Rule accuracy_table: the tidy results/tables/benchmark_accuracy.csv (prbench.scoring.accuracy_table)."""
+"""Rule accuracy_table: the tidy results/tables/benchmark_accuracy.csv (prbench.scoring.benchmark.accuracy_table)."""
 from prbench.log import setup_logging
-from prbench.scoring import accuracy_table
+from prbench.scoring.benchmark import accuracy_table
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 log = setup_logging(sm.log[0])

@@ -1,5 +1,5 @@
 """Rule bon_measures: every (policy, RM) best-of-k curves file -> results/downstream/bon.csv."""
-from prbench.bon import write_bon_measures
+from prbench.downstream.bon import write_bon_measures
 from prbench.log import setup_logging
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)

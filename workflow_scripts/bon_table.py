@@ -1,7 +1,7 @@
 """Rule bon_table: best-of-k curves per (policy, RM) plus oracle/random, and results/tables/bon.csv."""
 from pathlib import Path
 
-from prbench.bon import bon_table
+from prbench.downstream.bon import bon_table
 from prbench.log import setup_logging
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)

@@ -1,5 +1,5 @@
 """Snakemake entry point (rule correlations): benchmark scores vs downstream measures across RMs."""
-from prbench.correlation import run_correlations
+from prbench.analysis.correlation import run_correlations
 from prbench.log import setup_logging
 
 sm = snakemake  # noqa: F821 - injected by Snakemake

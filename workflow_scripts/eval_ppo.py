@@ -2,8 +2,8 @@
 questions; the cached judge scores them and the base policy's answers (rule eval_ppo)."""
 import torch
 
+from prbench.downstream.evaluation import eval_ppo
 from prbench.log import setup_logging
-from prbench.policy_eval import eval_ppo
 from prbench.prompts import configure as configure_prompts
 
 configure_prompts(snakemake.params.prompts)

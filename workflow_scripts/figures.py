@@ -1,5 +1,5 @@
 """Snakemake entry point (rules fig_*): one figure, PNG + PDF, chosen by params.figure."""
-from prbench import figures
+from prbench.analysis import figures
 from prbench.log import setup_logging
 
 sm = snakemake  # noqa: F821 - injected by Snakemake

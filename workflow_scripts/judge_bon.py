@@ -1,5 +1,5 @@
-"""Rule judge_bon: judge every unique sample once, through the shared cache (prbench.bon.judge_bon)."""
-from prbench.bon import judge_bon
+"""Rule judge_bon: judge every unique sample once, through the shared cache (prbench.downstream.bon.judge_bon)."""
+from prbench.downstream.bon import judge_bon
 from prbench.log import setup_logging
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)

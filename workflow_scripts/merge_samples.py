@@ -1,5 +1,5 @@
-"""Rule merge_samples: deterministic merge of the sample shards (prbench.bon.merge_samples)."""
-from prbench.bon import merge_samples
+"""Rule merge_samples: deterministic merge of the sample shards (prbench.downstream.bon.merge_samples)."""
+from prbench.downstream.bon import merge_samples
 from prbench.log import setup_logging
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)

@@ -1,8 +1,8 @@
 """Snakemake entry point: the untrained policy answers the PPO evaluation questions once."""
 import torch
 
+from prbench.downstream.evaluation import write_base_answers
 from prbench.log import setup_logging
-from prbench.policy_eval import write_base_answers
 from prbench.prompts import configure as configure_prompts
 
 configure_prompts(snakemake.params.prompts)

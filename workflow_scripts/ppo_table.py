@@ -1,7 +1,7 @@
 """Snakemake entry point (rules ppo_table, grpo_table): results/tables/{ppo,grpo}.csv from every
 run's eval_judged.jsonl."""
+from prbench.downstream.evaluation import write_ppo_table
 from prbench.log import setup_logging
-from prbench.policy_eval import write_ppo_table
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(sm.log[0])

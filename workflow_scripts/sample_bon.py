@@ -1,5 +1,5 @@
-"""Rule sample_bon: bon.n samples per evaluation question for one shard (prbench.bon.sample_bon)."""
-from prbench.bon import sample_bon
+"""Rule sample_bon: bon.n samples per evaluation question for one shard (prbench.downstream.bon.sample_bon)."""
+from prbench.downstream.bon import sample_bon
 from prbench.log import setup_logging
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)

@@ -1,9 +1,9 @@
-"""Rule score_benchmark: accuracy of one RM on one benchmark (prbench.scoring.score_benchmark)."""
+"""Rule score_benchmark: accuracy of one RM on one benchmark (prbench.scoring.benchmark.score_benchmark)."""
 import torch
 
 from prbench.log import setup_logging
 from prbench.prompts import configure as configure_prompts
-from prbench.scoring import score_benchmark
+from prbench.scoring.benchmark import score_benchmark
 
 configure_prompts(snakemake.params.prompts)
 

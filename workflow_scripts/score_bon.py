@@ -1,5 +1,5 @@
-"""Rule score_bon: one RM scores every BoN sample (prbench.bon.score_bon)."""
-from prbench.bon import score_bon
+"""Rule score_bon: one RM scores every BoN sample (prbench.downstream.bon.score_bon)."""
+from prbench.downstream.bon import score_bon
 from prbench.log import setup_logging
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)

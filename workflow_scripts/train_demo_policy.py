@@ -1,7 +1,7 @@
-"""Rule train_demo_policy: train the demo policy from scratch (prbench.demo_policy.train_demo_policy)."""
-from prbench.demo_policy import train_demo_policy
+"""Rule train_demo_policy: train the demo policy from scratch (prbench.training.policy.train_demo_policy)."""
 from prbench.log import setup_logging
 from prbench.prompts import configure as configure_prompts
+from prbench.training.policy import train_demo_policy
 
 configure_prompts(snakemake.params.prompts)
 

@@ -1,6 +1,6 @@
-"""Rule train_demo_rm: fine-tune one demo RM (prbench.train_rm.train_demo_rm)."""
+"""Rule train_demo_rm: fine-tune one demo RM (prbench.training.rm.train_demo_rm)."""
 from prbench.log import setup_logging
-from prbench.train_rm import train_demo_rm
+from prbench.training.rm import train_demo_rm
 
 sm = snakemake  # noqa: F821 (injected by Snakemake)
 setup_logging(sm.log[0])

@@ -3,7 +3,7 @@ import time
 
 import torch
 
-from prbench.grpo import train_grpo
+from prbench.downstream.grpo.train import train_grpo
 from prbench.io import write_json
 from prbench.log import setup_logging
 from prbench.prompts import configure as configure_prompts

@@ -3,16 +3,16 @@ import time
 
 import torch
 
+from prbench.downstream.ppo.launch import run_ppo_job
 from prbench.io import write_json
 from prbench.log import setup_logging
-from prbench.ppo_launch import run_ppo_job
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(sm.log[0])
 torch.set_num_threads(max(1, sm.threads))
 t0 = time.time()
 # One training process per GPU the job holds; the RM gets the last GPU when there is more than one
-# (prbench.ppo_launch). 0-1 GPUs: a single process, as before.
+# (prbench.downstream.ppo.launch). 0-1 GPUs: a single process, as before.
 gpus = int(sm.resources.get("gpu", 0) or 0)
 processes = gpus - 1 if gpus > 1 else 1
 spec = dict(policy_path=sm.params.policy_path, rm_spec=dict(sm.params.rm_spec), train_prompts=sm.input.prompts,

@@ -6,6 +6,8 @@ import os
 import shutil
 from pathlib import Path
 
+from .config import entry_with_defaults
+
 PKG_PREFIX = "pkg:"
 # A reference starting with one of these is a filesystem path, never a hub id.
 LOCAL_PREFIXES = ("results/", "./", "../", "/", "~")
@@ -81,8 +83,6 @@ def multi_gpu_kwargs(device: str, memory_fraction: float = 0.9) -> dict:
 def vllm_engine_kwargs(section: dict | None) -> dict:
     """vLLM engine options from a config section: tensor_parallel_size (null = every visible GPU,
     i.e. the GPUs the job holds), max_model_len (only when set), gpu_memory_utilization."""
-    from .config import entry_with_defaults  # here: prbench.config imports this module
-
     # judge.* is the config section with the engine keys; its schema defaults serve every caller
     section = entry_with_defaults(section or {}, "judge")
     tp = section["tensor_parallel_size"]

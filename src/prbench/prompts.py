@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from .config import entry_with_defaults
+
 # Fields of a benchmark row an RM or policy may see. Anything else is judge-only.
 MODEL_VISIBLE_FIELDS = ("question", "profile")
 JUDGE_ONLY_FIELDS = ("narrative", "rubric_aspects")
@@ -78,8 +80,6 @@ def template_dir(name_or_path: str) -> Path:
 
 def load_templates(prompts_cfg: dict | None = None) -> PromptTemplates:
     """Read a template set named by the config section `prompts` ({templates, post_format, files})."""
-    from .config import entry_with_defaults  # here: prbench.config imports this module (through rms)
-
     cfg = entry_with_defaults(prompts_cfg or {}, "prompts")  # the schema holds the defaults
     folder = template_dir(str(cfg["templates"]))
     if not folder.is_dir():
@@ -191,7 +191,7 @@ def _chat(tpl: PromptTemplates, role: str, **values: str) -> list[dict]:
 
 # The compact set's wording as the str.format strings of earlier versions ({context} = the
 # profile block, {a}/{b} = the answers). Kept because the demo policy's tokenizer is trained on
-# this text (prbench.demo_policy.train_demo_policy); prompts are built from the template files.
+# this text (prbench.training.policy.train_demo_policy); prompts are built from the template files.
 PAIRWISE_TEMPLATE = (
     "{context}Which answer better fits my question and my interests?\n"
     "Question: {question}\n\n[Answer A]\n{a}\n\n[Answer B]\n{b}\n\n"

@@ -350,7 +350,7 @@ DEMO_PREFIX = "results/demo/"
 
 def demo_general_dirs(config: dict) -> dict[str, str]:
     """Baselines the demo world generates: those whose source lies under results/demo/ (each a
-    RewardBench-schema baseline: prbench.config.check_config)."""
+    RewardBench-schema baseline: prbench.validation.check_config)."""
     baselines = config["data"].get("baselines") or {}  # a validated config always has the key
     return {name: b["source"] for name, b in baselines.items() if b["source"].startswith(DEMO_PREFIX)}
 

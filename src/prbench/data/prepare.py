@@ -26,15 +26,12 @@ import numpy as np
 from ..config import with_defaults
 from ..io import write_json, write_jsonl
 from ..seeding import stable_seed
+from . import baselines
 from . import personalized as pers
-from . import rewardbench, rmbench
-from .checks import DropLog, log_report
-from .retrieval import rank_profile_indices
+from .checks import DataError, DropLog, log_report
+from .retrieval import build_retriever, rank_profile_indices
 
 log = logging.getLogger("prbench.data.prepare")
-
-ADAPTERS = {"rewardbench": rewardbench.load_pairs, "rmbench": rmbench.load_pairs}
-
 
 class CachedEmbedder:
     """Wraps `embed(texts) -> array` so each unique text is embedded once across calls."""
@@ -77,8 +74,6 @@ def _retrieve(rows: list[pers.PersonalizedRow], embed, top_k: int) -> list[tuple
 def _check_disjoint(train: list[dict], evals: list[dict], what: str) -> int:
     """No eval question id may reach PPO training (DataError). Returns how many question texts
     the two sides share (different ids, same wording: logged and reported, not an error)."""
-    from .checks import DataError
-
     ids = {p["question_id"] for p in train} & {p["question_id"] for p in evals}
     if ids:
         raise DataError(f"{what}: train and eval prompts share {len(ids)} question ids, e.g. {sorted(ids)[:3]}")
@@ -126,9 +121,7 @@ def _load_splits(data_cfg: dict) -> tuple[list[pers.PersonalizedRow], list[pers.
             train_rows += pers.load_rows(source, subset, train_split, drops[train_split])
         overlap = {r.pair_id for r in test_rows} & {r.pair_id for r in train_rows}
         if overlap:
-            from .checks import DataError
-
-            raise DataError(f"{source}: splits {split!r} and {train_split!r} share ids, e.g. {sorted(overlap)[:3]}")
+                raise DataError(f"{source}: splits {split!r} and {train_split!r} share ids, e.g. {sorted(overlap)[:3]}")
     return test_rows, train_rows, drops
 
 
@@ -142,9 +135,7 @@ def _merge_keys(keys: list[dict], ds_keys: list[dict], downstream: dict, source:
             keys.append(k)
             have[k["question_id"]] = k
         elif old["rubric_aspects"] != k["rubric_aspects"] or old["narrative"] != k["narrative"]:
-            from .checks import DataError
-
-            raise DataError(f"data.personalized.downstream.source {downstream['source']!r}: question "
+                raise DataError(f"data.personalized.downstream.source {downstream['source']!r}: question "
                             f"{k['question_id']!r} has other rubric aspects / narrative than in "
                             f"data.personalized.source {source!r}")
 
@@ -185,8 +176,6 @@ def prepare_personalized(data_cfg: dict, retriever_cfg: dict, seed: int, outputs
     top_k = int(retriever_cfg["top_k"])
     test_rows, train_rows, drops = _load_splits(data_cfg)
     if embed is None:
-        from .retrieval import build_retriever
-
         embed = build_retriever(retriever_cfg).embed
     cached = CachedEmbedder(embed)
     test_prof = _retrieve(test_rows, cached, top_k)
@@ -233,9 +222,7 @@ def prepare_baseline(name: str, cfg: dict, outputs: dict) -> dict:
     """Canonical pairs of a general baseline (RewardBench or RM-Bench schema) + its train split."""
     cfg = with_defaults(cfg, f"data.baselines.{name}")
     kind = cfg["kind"]
-    if kind not in ADAPTERS:
-        raise ValueError(f"config key data.baselines.{name}.kind: unknown kind {kind!r} ({sorted(ADAPTERS)})")
-    load = ADAPTERS[kind]
+    load = baselines.loader(kind, name)
     key = f"data.baselines.{name}.source"
     split = cfg["split"]
     train_split = cfg["train_split"]

@@ -12,6 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..config import with_defaults
 from ..encoders import embed_texts
 
 log = logging.getLogger("prbench.data.retrieval")
@@ -102,8 +103,6 @@ def rank_profile_indices(embed, questions: Sequence[str], profiles: Sequence[Seq
 
 def build_retriever(cfg: dict, device: str = "auto") -> DenseRetriever:
     """A DenseRetriever from the config's `retriever` block."""
-    from ..config import with_defaults
-
     cfg = with_defaults(cfg, "retriever")  # the schema holds the defaults
     return DenseRetriever(cfg["model"], pooling=cfg["pooling"], max_length=cfg["max_length"],
                           batch_size=cfg["batch_size"], device=device)

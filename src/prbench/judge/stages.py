@@ -6,17 +6,18 @@ from typing import Sequence
 
 import numpy as np
 
+from ..io import iter_jsonl, read_jsonl, write_json
 from ..seeding import stable_seed
+from ..stats import bootstrap_ci
 from .base import JudgeItem, RubricJudge, log
 from .cache import judge_items_cached, shard_name
+from .loader import load_judge
 from .minilm import MiniLMJudge, calibrate_minilm, minilm_batch_size
 
 
 def calibration_examples(raw_files: Sequence[str], max_pairs: int | None, seed: int) -> list[dict]:
     """{question, aspects, chosen, rejected} from raw train files in the hub schema; a seeded
     sample of at most max_pairs spread over all files."""
-    from ..io import iter_jsonl
-
     ex = []
     for path in raw_files:
         for i, row in enumerate(iter_jsonl(path), 1):
@@ -40,8 +41,6 @@ def _aspect_texts(rubric_aspects: Sequence) -> list[str]:
 
 def calibrate_judge_files(raw_files: Sequence[str], judge_cfg: dict, seed: int, out_path: str,
                           max_pairs: int | None = 600) -> dict:
-    from ..io import write_json
-
     if judge_cfg.get("backend") != "minilm":
         raise ValueError(
             f"config key judge.backend: only the minilm judge is calibrated (got {judge_cfg.get('backend')!r})")
@@ -55,8 +54,6 @@ def calibrate_judge_files(raw_files: Sequence[str], judge_cfg: dict, seed: int, 
 
 def _validity_items(bench_path: str, judge_keys_path: str) -> tuple[list[JudgeItem], list[JudgeItem], list[str]]:
     """(chosen items, rejected items, subsets), one per judge key, in the judge keys' order."""
-    from ..io import read_jsonl
-
     pairs = {r["pair_id"]: r for r in read_jsonl(bench_path)}
     items_c, items_r, subsets = [], [], []
     for k in read_jsonl(judge_keys_path):
@@ -74,8 +71,6 @@ def _validity_items(bench_path: str, judge_keys_path: str) -> tuple[list[JudgeIt
 
 def _validity_summary(sc: np.ndarray, sr: np.ndarray, mask: np.ndarray, n_boot: int, seed: int) -> dict:
     """Chosen-above-rejected rate of the pairs in `mask` (bootstrap CI), ties, failures, means."""
-    from ..stats import bootstrap_ci
-
     above = (sc > sr).astype(float)  # NaN comparisons are False: failures count as not above
     tie = (sc == sr)
     fail = np.isnan(sc) | np.isnan(sr)
@@ -89,9 +84,6 @@ def judge_validity(bench_path: str, judge_keys_path: str, judge_cfg: dict, seed:
                    out_path: str, n_boot: int = 1000, judge: RubricJudge | None = None) -> dict:
     """How often the judge scores the chosen answer strictly above the rejected one on the
     personalized test pairs (overall and per subset, bootstrap CI); ties and NaNs count as not above."""
-    from ..io import write_json
-    from . import load_judge
-
     items_c, items_r, subsets = _validity_items(bench_path, judge_keys_path)
     judge = judge or load_judge(judge_cfg, seed)
     res = judge_items_cached(judge, items_c + items_r, cache_dir, shard_name(out_path))

@@ -7,7 +7,7 @@ such as InternLM2-reward), chosen from the model's config.json or forced by the 
 Input: `prompts.rm_messages` rendered with the tokenizer's own chat template (plus the adapter's
 suffix, e.g. the reward token). Tokenizers with no chat template (the MiniLM cross-encoder of the
 demo) get a text / text_pair encoding of the user turn and the answer. The same encoder builds the
-training inputs of the demo RMs (prbench.train_rm), so training and scoring see identical tokens.
+training inputs of the demo RMs (prbench.training.rm), so training and scoring see identical tokens.
 
 Over-long inputs never lose the answer: the lowest-ranked profile posts go first, then the user
 turn is cut from the left; only an answer longer than `max_length` on its own is cut, from the

@@ -2,10 +2,10 @@
 
 Training (`train_ppo`) uses trl 1.12's `trl.experimental.ppo.PPOTrainer` (PPO exists only in trl
 1.10-1.12, hence the pin). The reward model is any `prbench.rms` RewardModel behind
-`prbench.reward_adapter.RewardAdapter`; the value model is the policy with a fresh scalar head
+`prbench.downstream.reward_adapter.RewardAdapter`; the value model is the policy with a fresh scalar head
 (`AutoModelForSequenceClassification`, num_labels=1); the reference model is the untrained policy.
 Actor and critic get their own learning rates (two AdamW parameter groups). The trained policy is
-judged against the base policy by `prbench.policy_eval` (shared with GRPO).
+judged against the base policy by `prbench.downstream.evaluation` (shared with GRPO).
 
 Mapping of config `ppo:` to trl: `batch_size` rollouts per PPO step, split into
 `batch_size / mini_batch_size` mini-batches, each one optimizer update
@@ -14,7 +14,7 @@ Mapping of config `ppo:` to trl: `batch_size` rollouts per PPO step, split into
 training prompts), stop at the tokenizer's EOS.
 
 Checkpoints and resume (trl's experimental PPOTrainer has no resume_from_checkpoint;
-`prbench.ppo_checkpoint`, folder helpers shared with GRPO in `prbench.checkpoints`): every
+`prbench.downstream.ppo.checkpoint`, folder helpers shared with GRPO in `prbench.downstream.checkpoints`): every
 `save_steps` steps, and after the last one, the callback below atomically writes
 `checkpoints/step-NNNNNN/` with the policy and value model (save_pretrained), optimizer and LR
 scheduler state, the Python/NumPy/torch RNG states, the step/episode counters,
@@ -40,19 +40,20 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .checkpoints import CKPT_PREFIX, fingerprint, latest_checkpoint, list_checkpoints
-from .config import entry_with_defaults
-from .generation import neutralize
-from .io import read_json, read_jsonl, write_csv, write_json, write_jsonl
-from .models import save_pretrained_atomic
-from .policy import load_policy_model
-from .policy_prompts import base_reference_answers, cap_prompt_rows, load_prompt_rows, render_key
-from .ppo_checkpoint import PromptBatches, rng_state, set_rng_state
-from .ppo_rollout import releasing_rollout_scores
-from .reward_adapter import PromptIndex, RewardAdapter
-from .seeding import seed_everything, stable_seed
+from ...config import entry_with_defaults
+from ...generation import neutralize
+from ...io import read_json, read_jsonl, write_csv, write_json, write_jsonl
+from ...models import save_pretrained_atomic
+from ...rms import load_reward_model
+from ...seeding import seed_everything, stable_seed
+from ..checkpoints import CKPT_PREFIX, fingerprint, latest_checkpoint, list_checkpoints
+from ..policy import load_policy_model
+from ..prompt_rows import base_reference_answers, cap_prompt_rows, load_prompt_rows, render_key
+from ..reward_adapter import PromptIndex, RewardAdapter
+from .checkpoint import PromptBatches, rng_state, set_rng_state
+from .rollout import releasing_rollout_scores
 
-log = logging.getLogger("prbench.ppo")
+log = logging.getLogger("prbench.downstream.ppo.train")
 
 # Settings that change what a run computes (part of the checkpoint fingerprint).
 TRAIN_KEYS = ("actor_lr", "critic_lr", "batch_size", "mini_batch_size", "ppo_epochs", "total_episodes",
@@ -68,19 +69,13 @@ def load_value_model(path: str, pad_token_id: int, trust_remote_code: bool = Fal
     """The critic: the policy's backbone with a fresh scalar head (or a saved critic folder), fp32."""
     from transformers import AutoModelForSequenceClassification
 
-    from .models import resolve_model_ref
+    from ...models import resolve_model_ref
 
     kw: dict[str, Any] = {"num_labels": 1, "trust_remote_code": trust_remote_code, "use_safetensors": True,
                           "dtype": torch.float32}
     model = AutoModelForSequenceClassification.from_pretrained(resolve_model_ref(str(path)), **kw)
     model.config.pad_token_id = pad_token_id
     return model
-
-
-def load_rm(spec: dict):
-    from .rms import load_reward_model
-
-    return load_reward_model(spec)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,7 +420,7 @@ def train_ppo(
     if rm is None:
         if rm_spec is None:
             raise ValueError("train_ppo needs an RM spec or an RM object")
-        rm = load_rm(rm_spec)
+        rm = load_reward_model(rm_spec)
     prompts_fp = fingerprint([r["question_id"] for r in rows], [render_key(r) for r in rows])
     fp = fingerprint(str(policy_path), {k: v for k, v in (rm_spec or {}).items() if k != "device"},
                      getattr(rm, "name", None), {k: settings[k] for k in TRAIN_KEYS}, run_seed, prompts_fp)

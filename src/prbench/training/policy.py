@@ -9,7 +9,7 @@ examples built from the train pairs in both orders (target "Result: A" / "Result
 pairs against the fixed reference answer the pairwise RM compares with, so the `policy_judge` RM
 built from this policy is a real, if weak, judge.
 
-The saved folder is an ordinary HF causal LM: prbench.policy loads and samples it like any other.
+The saved folder is an ordinary HF causal LM: prbench.downstream.policy loads and samples it like any other.
 """
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from . import prompts as P
-from .config import with_defaults
-from .seeding import seed_everything, stable_seed
+from .. import prompts as P
+from ..config import with_defaults
+from ..seeding import seed_everything, stable_seed
 
-log = logging.getLogger("prbench.demo_policy")
+log = logging.getLogger("prbench.training.policy")
 
 PAD, EOS, BOT = "<|pad|>", "<|im_end|>", "<|im_start|>"
 CHAT_TEMPLATE = (
@@ -208,7 +208,7 @@ def train_demo_policy(train_path: str, out_dir: str, cfg: dict, seed: int = 0, t
     AVX512-BF16); the saved weights are fp32."""
     import torch
 
-    from .io import read_jsonl
+    from ..io import read_jsonl
 
     t0 = time.time()
     cfg = with_defaults(cfg, "demo_training.policy")  # the schema holds the defaults

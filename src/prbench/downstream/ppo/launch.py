@@ -1,8 +1,8 @@
 """Multi-process PPO launcher (issue 13): one training process per GPU the job holds.
 
-`run_ppo_job(spec, processes)` runs `prbench.ppo.train_ppo` in this process when `processes` is
+`run_ppo_job(spec, processes)` runs `prbench.downstream.ppo.train.train_ppo` in this process when `processes` is
 0 or 1 (the default), else through `torchrun` (`python -m torch.distributed.run --standalone
---nproc_per_node N -m prbench.ppo_launch SPEC.json`): every process trains on its slice of each
+--nproc_per_node N -m prbench.downstream.ppo.launch SPEC.json`): every process trains on its slice of each
 rollout batch (DDP over NCCL on GPUs, gloo on CPU), process 0 writes checkpoints, the final policy,
 the log and the summary. With more than one GPU the RM is put on the last GPU (`rm_device`), so the
 job holds `processes + 1` GPUs. The spec is a JSON-able dict of train_ppo's arguments.
@@ -15,17 +15,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .io import read_json, write_json
+from ...io import read_json, write_json
 
-log = logging.getLogger("prbench.ppo_launch")
+log = logging.getLogger("prbench.downstream.ppo.launch")
 
 SPEC_KEYS = ("policy_path", "rm_spec", "train_prompts", "out_dir", "model_out", "log_csv", "ppo_cfg", "seed")
 OPTIONAL_KEYS = ("run_name", "trust_remote_code")  # train_ppo's keyword arguments; absent = its defaults
 
 
 def _train(spec: dict, device: str = "auto") -> dict:
-    from .ppo import train_ppo
-    from .prompts import configure
+    from ...prompts import configure
+    from .train import train_ppo
 
     if spec.get("prompts") is not None:  # the config's prompt templates, in every process
         configure(spec["prompts"])
@@ -57,20 +57,20 @@ def launch_command(spec: dict, processes: int, *, cpu: bool = False) -> tuple[li
     summary_path.unlink(missing_ok=True)
     write_json(spec_path, dict(spec, summary_out=str(summary_path), cpu=cpu))
     env = dict(os.environ)
-    src = str(Path(__file__).resolve().parents[1])
+    src = str(Path(__file__).resolve().parents[3])  # src/: this file is src/prbench/downstream/ppo/launch.py
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if cpu:  # gloo backend
         env["ACCELERATE_USE_CPU"] = "true"
         env["CUDA_VISIBLE_DEVICES"] = ""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(processes),
-           "-m", "prbench.ppo_launch", str(spec_path)]
+           "-m", "prbench.downstream.ppo.launch", str(spec_path)]
     return cmd, env, summary_path
 
 
 def main(argv=None) -> int:
     import torch
 
-    from .log import setup_logging
+    from ...log import setup_logging
 
     argv = sys.argv[1:] if argv is None else argv
     spec = read_json(argv[0])

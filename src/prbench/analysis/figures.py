@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from . import downstream  # noqa: E402
+from .. import downstream  # noqa: E402
 
 logging.getLogger("fontTools").setLevel(logging.WARNING)  # PDF font subsetting is chatty at INFO
 

@@ -18,9 +18,9 @@ and all replicates are evaluated with one matrix product. Personalized questions
 jointly: the same resampled question ids drive the personalized accuracies and every downstream
 mean, so their dependence is kept. Each baseline's questions are resampled independently (their
 replicates are paired with the personalized ones by index only). All coefficients
-(`prbench.rankmetrics`) are recomputed on every replicate; percentile CIs at `ci`; permutation
+(`prbench.analysis.rankmetrics`) are recomputed on every replicate; percentile CIs at `ci`; permutation
 p-values for Spearman and Kendall shuffle the downstream values across RMs. The markdown summary
-(best benchmark per downstream measure) is written by `prbench.correlation_summary`.
+(best benchmark per downstream measure) is written by `prbench.analysis.summary`.
 """
 from __future__ import annotations
 
@@ -33,14 +33,17 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from . import downstream, rankmetrics
-from .correlation_summary import summarize
-from .downstream import SCORED_MEASURE, read_measures
-from .io import iter_jsonl, write_csv
-from .seeding import stable_seed
-from .stats import percentile_interval
+from .. import downstream
+from ..data.baselines import has_official
+from ..downstream import SCORED_MEASURE, read_measures
+from ..io import iter_jsonl, write_csv
+from ..scoring.official import Official
+from ..seeding import stable_seed
+from ..stats import percentile_interval
+from . import rankmetrics
+from .summary import summarize
 
-log = logging.getLogger("prbench.correlation")
+log = logging.getLogger("prbench.analysis.correlation")
 
 PERSONALIZED = "personalized"
 PAIR_FIELDS = ("pair_id", "question_id", "subset", "section", "correct")
@@ -100,7 +103,7 @@ class Score:
 @dataclass
 class OfficialScore(Score):
     """A baseline's official score: value[r] = sum_c coef_c * (w @ num_c[r]) / (w @ den_c[r])
-    (`prbench.official`); num/den are unused (zeros), the components live in `parts`."""
+    (`prbench.scoring.official`); num/den are unused (zeros), the components live in `parts`."""
 
     parts: list = field(default_factory=list)  # [(coef, num (R, U), den (R, U))]
 
@@ -187,7 +190,6 @@ def _units(col: Collected, name: str) -> Units:
 def _read_pairs(col: Collected, store: dict, official_rows: dict, rindex: dict, rm: str, bench: str, path,
                 bench_kinds: dict) -> None:
     """One RM's scored pairs on one benchmark: credit per question, overall and per subset/section."""
-    from .official import KINDS as OFFICIAL_KINDS
 
     if rm not in rindex:
         raise ValueError(f"{path}: RM {rm!r} is not among the configured reward_models")
@@ -202,7 +204,7 @@ def _read_pairs(col: Collected, store: dict, official_rows: dict, rindex: dict, 
         failures += bool(row.get("failure"))
         ties += bool(row.get("tie"))
         n += 1
-        if bench_kinds.get(bench) in OFFICIAL_KINDS:
+        if has_official(bench_kinds.get(bench)):
             official_rows.setdefault(bench, {}).setdefault(r, []).append(
                 {"question_id": str(row["question_id"]), "subset": str(row["subset"]), "credit": c})
         grp = row["subset"] if bench == PERSONALIZED else row["section"]
@@ -216,8 +218,7 @@ def _read_pairs(col: Collected, store: dict, official_rows: dict, rindex: dict, 
 
 
 def _official_scores(col: Collected, official_rows: dict, bench_kinds: dict) -> list[Score]:
-    """Each rewardbench/rmbench baseline's official score (`prbench.official`), level `official`."""
-    from .official import Official
+    """Each rewardbench/rmbench baseline's official score (`prbench.scoring.official`), level `official`."""
 
     out = []
     n_rms = len(col.rms)

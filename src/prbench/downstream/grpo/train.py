@@ -1,7 +1,7 @@
 """GRPO downstream stage (a project extension: the paper has no GRPO): one policy per reward model
 trained with trl's maintained `trl.GRPOTrainer`, evaluated exactly like PPO.
 
-- Reward: the RM behind the same `prbench.reward_adapter.RewardAdapter` as PPO (RM score x
+- Reward: the RM behind the same `prbench.downstream.reward_adapter.RewardAdapter` as PPO (RM score x
   `reward_scale`, NaN -> `nan_reward`, failures counted); the reward function receives each
   completion's prompt row (dataset column `row_index`), so no text is re-parsed.
 - Prompts: `results/data/prompts/train.jsonl` (PPO's training split), rendered with the policy's
@@ -27,7 +27,7 @@ the last one (the final model follows it at once). `on_save` then adds our part:
 `StepLog` rows so far, reward adapter counts per step included) and `state.json` (step, the
 adapter's reward_failures/reward_scored totals, the run's fingerprint), and renames the folder to
 `checkpoints/step-NNNNNN/` (complete once renamed; older ones are then removed, so the newest
-complete one always survives a kill). The fingerprint (`prbench.checkpoints`) hashes the settings
+complete one always survives a kill). The fingerprint (`prbench.downstream.checkpoints`) hashes the settings
 (`TRAIN_KEYS` except save_steps), the run seed, the policy folder's files, the RM spec (or the RM
 object's name), and the prompt file's bytes. A new run with the same fingerprint resumes from the
 newest checkpoint (log line "resuming GRPO from ..."): trainer.train(resume_from_checkpoint)
@@ -59,7 +59,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .checkpoints import (
+from ...config import entry_with_defaults
+from ...generation import neutral_fields, neutralize
+from ...io import read_json, read_jsonl, write_csv, write_json, write_jsonl
+from ...models import save_pretrained_atomic
+from ...prompts import ScoreRequest
+from ...rms import load_reward_model
+from ...seeding import seed_everything, stable_seed
+from ..checkpoints import (
     CKPT_PREFIX,
     STATE_NAME,
     file_digest,
@@ -68,18 +75,11 @@ from .checkpoints import (
     list_checkpoints,
     model_fingerprint,
 )
-from .config import entry_with_defaults
-from .generation import neutral_fields, neutralize
-from .io import read_json, read_jsonl, write_csv, write_json, write_jsonl
-from .models import save_pretrained_atomic
-from .policy import load_policy_model
-from .policy_prompts import base_reference_answers, cap_prompt_rows, load_prompt_rows
-from .ppo import load_rm
-from .prompts import ScoreRequest
-from .reward_adapter import PromptIndex, RewardAdapter, render_policy_prompt
-from .seeding import seed_everything, stable_seed
+from ..policy import load_policy_model
+from ..prompt_rows import base_reference_answers, cap_prompt_rows, load_prompt_rows
+from ..reward_adapter import PromptIndex, RewardAdapter, render_policy_prompt
 
-log = logging.getLogger("prbench.grpo")
+log = logging.getLogger("prbench.downstream.grpo.train")
 
 TRAIN_KEYS = ("lr", "beta", "num_generations", "prompts_per_step", "steps", "num_iterations", "epsilon",
               "loss_type", "scale_rewards", "max_completion_length", "temperature", "top_p", "top_k",
@@ -339,7 +339,7 @@ def train_grpo(policy_path: str, rm_spec: dict | None, train_prompts: str | os.P
     if rm is None:
         if rm_spec is None:
             raise ValueError("train_grpo needs an RM spec or an RM object")
-        rm = load_rm(rm_spec)
+        rm = load_reward_model(rm_spec)
     ckpts = Checkpoints(Path(out_dir) / CKPT_DIR, s, run_fingerprint(policy_path, rm_spec, rm, s, run_seed,
                                                                       train_prompts))
     resume = ckpts.resume_point()

@@ -24,15 +24,15 @@ from typing import Sequence
 
 import numpy as np
 
-from .config import entry_with_defaults
-from .io import iter_jsonl, read_json, read_jsonl, write_csv, write_json, write_jsonl
-from .official import KINDS as OFFICIAL_KINDS
-from .official import official_stats
-from .prompts import PairRequest, ScoreRequest
-from .seeding import stable_seed
-from .stats import bootstrap_ci
+from ..config import entry_with_defaults
+from ..data.baselines import has_official
+from ..io import iter_jsonl, read_json, read_jsonl, write_csv, write_json, write_jsonl
+from ..prompts import PairRequest, ScoreRequest
+from ..seeding import stable_seed
+from ..stats import bootstrap_ci
+from .official import official_stats, pair_credit
 
-log = logging.getLogger("prbench.scoring")
+log = logging.getLogger("prbench.scoring.benchmark")
 
 PAIR_FIELDS = {"pair_id": str, "subset": str, "section": str, "question_id": str, "question": str,
                "profile": list, "chosen": str, "rejected": str}
@@ -127,12 +127,6 @@ def score_pairs(rm, rows: Sequence[dict]) -> tuple[list[dict], dict]:
     return results, info
 
 
-def pair_credit(r: dict) -> float:
-    """A saved pair's credit (older files without `credit`: strict correctness)."""
-    c = r.get("credit")
-    return float(r["correct"]) if c is None else float(c)
-
-
 def group_stats(results: Sequence[dict], n_boot: int, seed: int) -> dict:
     credit = np.asarray([pair_credit(r) for r in results], dtype=float)
     correct = np.asarray([r["correct"] for r in results], dtype=float)
@@ -160,9 +154,9 @@ def summarize(results: Sequence[dict], rm_name: str, bench: str, n_boot: int, se
 
 
 def add_official(summary: dict, bench_kind: str | None, results: Sequence[dict], n_boot: int, seed: int) -> None:
-    """A baseline's official headline score (prbench.official) into `summary["official"]`, with the
+    """A baseline's official headline score (prbench.scoring.official) into `summary["official"]`, with the
     benchmark kind recorded so the table job can recompute its bootstrap (no-op for other kinds)."""
-    if bench_kind not in OFFICIAL_KINDS:
+    if not has_official(bench_kind):
         return
     summary["bench_kind"] = bench_kind
     summary["official"] = official_stats(bench_kind, results, n_boot,
@@ -177,7 +171,7 @@ def score_benchmark(bench_path: str | Path, spec: dict, pairs_out: str | Path, a
                     bench: str, seed: int = 0, scoring: dict | None = None, rm=None,
                     bench_kind: str | None = None) -> dict:
     """Score one benchmark with one RM; write the per-pair jsonl and the accuracy JSON."""
-    from .rms import load_reward_model
+    from ..rms import load_reward_model
 
     scoring = entry_with_defaults(scoring or {}, "scoring")  # the job's picked keys; the schema fills the rest
     rows = load_pairs(bench_path)
@@ -226,7 +220,7 @@ def accuracy_table(acc_paths: Sequence[str | Path], out_csv: str | Path,
     """The tidy `benchmark_accuracy.csv`: one row per (rm, benchmark, level, group).
 
     Levels: `overall` (mean pair credit), `official` (baselines only: the benchmark's own headline
-    score, `prbench.official`; group `all` = overall, else section or domain), `section`, `subset`.
+    score, `prbench.scoring.official`; group `all` = overall, else section or domain), `section`, `subset`.
     With `pairs_paths` (same order as `acc_paths`) and `n_boot`, the CIs are recomputed from the
     per-pair results with `summarize` (the same seeds as `score_benchmark`): the table alone reads
     `scoring.bootstrap`, so changing it reruns only this job (identical numbers at the same value)."""

@@ -21,11 +21,12 @@ benchmarks' published scoring; the code is the project's own.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
-from .data.rewardbench import SECTIONS as REWARDBENCH_SECTIONS
+from ..data.baselines import official_components
+from ..data.rewardbench import SECTIONS as REWARDBENCH_SECTIONS
 
 # Prompt counts of RewardBench's `filtered` split per subset; math-prm is 447 prompts, weighted 984.
 REWARDBENCH_PROMPTS = {
@@ -41,7 +42,6 @@ REWARDBENCH_WEIGHTS = {**REWARDBENCH_PROMPTS,
                                        if s.startswith("hep-"))}
 RMBENCH_DOMAINS = ("chat", "math", "code", "safety")
 RMBENCH_CELLS = 9  # 3 chosen styles x 3 rejected styles per prompt
-KINDS = ("rewardbench", "rmbench")
 
 
 def rmbench_domain(subset: str) -> str | None:
@@ -49,52 +49,61 @@ def rmbench_domain(subset: str) -> str | None:
     return d if d in RMBENCH_DOMAINS else None
 
 
+def rewardbench_components(rows: Sequence[dict], credit: Callable[[dict], float]) -> tuple[dict, dict, dict]:
+    """RewardBench's official score: a component per subset, sections weighted by prompt counts."""
+    parts: dict[str, list[tuple[str, float, float]]] = defaultdict(list)
+    left_out: dict[str, int] = defaultdict(int)
+    for r in rows:
+        s = r["subset"]
+        if s not in REWARDBENCH_WEIGHTS:
+            left_out[s] += 1
+            continue
+        parts[s].append((str(r["question_id"]), credit(r), 1.0))
+    sections = {}
+    for sec, subs in REWARDBENCH_SECTIONS.items():
+        present = [s for s in subs if s in parts]
+        if present:
+            tot = sum(REWARDBENCH_WEIGHTS[s] for s in present)
+            sections[sec] = [(s, REWARDBENCH_WEIGHTS[s] / tot) for s in present]
+    return parts, sections, left_out
+
+
+def rmbench_components(rows: Sequence[dict], credit: Callable[[dict], float]) -> tuple[dict, dict, dict]:
+    """RM-Bench's official score: a component per domain, 9 comparisons per prompt in its denominator."""
+    parts: dict[str, list[tuple[str, float, float]]] = defaultdict(list)
+    left_out: dict[str, int] = defaultdict(int)
+    seen = set()
+    for r in rows:
+        d = rmbench_domain(r["subset"])
+        if d is None:
+            left_out[r["subset"]] += 1
+            continue
+        q = str(r["question_id"])
+        den = 0.0
+        if (d, q) not in seen:  # each prompt contributes its 9 comparisons to the denominator once
+            seen.add((d, q))
+            den = float(RMBENCH_CELLS)
+        parts[d].append((q, credit(r), den))
+    return parts, {d: [(d, 1.0)] for d in RMBENCH_DOMAINS if d in parts}, left_out
+
+
 class Official:
     """Components (ratios over prompts) and the groups built from them for one benchmark's rows.
 
     parts[c] = list of (question_id, numerator, denominator) contributions of component c;
-    groups[g] = [(component, coefficient)]: score_g = sum coef * sum(num) / sum(den).
+    groups[g] = [(component, coefficient)]: score_g = sum coef * sum(num) / sum(den). The kind's
+    components come from its registry entry (`prbench.data.baselines.KINDS`).
     """
 
     def __init__(self, kind: str, rows: Sequence[dict], credit=lambda r: float(r["credit"])):
-        if kind not in KINDS:
-            raise ValueError(f"no official score for benchmark kind {kind!r} (known: {KINDS})")
         self.kind = kind
-        self.parts: dict[str, list[tuple[str, float, float]]] = defaultdict(list)
-        self.left_out: dict[str, int] = defaultdict(int)
-        self.groups: dict[str, list[tuple[str, float]]] = {}
-        if kind == "rewardbench":
-            for r in rows:
-                s = r["subset"]
-                if s not in REWARDBENCH_WEIGHTS:
-                    self.left_out[s] += 1
-                    continue
-                self.parts[s].append((str(r["question_id"]), credit(r), 1.0))
-            sections = {}
-            for sec, subs in REWARDBENCH_SECTIONS.items():
-                present = [s for s in subs if s in self.parts]
-                if present:
-                    tot = sum(REWARDBENCH_WEIGHTS[s] for s in present)
-                    sections[sec] = [(s, REWARDBENCH_WEIGHTS[s] / tot) for s in present]
-            self.groups.update(sections)
-        else:
-            seen = set()
-            for r in rows:
-                d = rmbench_domain(r["subset"])
-                if d is None:
-                    self.left_out[r["subset"]] += 1
-                    continue
-                q = str(r["question_id"])
-                den = 0.0
-                if (d, q) not in seen:  # each prompt contributes its 9 comparisons to the denominator once
-                    seen.add((d, q))
-                    den = float(RMBENCH_CELLS)
-                self.parts[d].append((q, credit(r), den))
-            sections = {d: [(d, 1.0)] for d in RMBENCH_DOMAINS if d in self.parts}
-            self.groups.update(sections)
+        parts, sections, left_out = official_components(kind)(rows, credit)
+        self.parts: dict[str, list[tuple[str, float, float]]] = parts
+        self.left_out: dict[str, int] = left_out
         if not sections:
             raise ValueError(f"{kind}: no rows in any official subset/domain (subsets seen: "
                              f"{sorted(self.left_out)[:10]})")
+        self.groups: dict[str, list[tuple[str, float]]] = dict(sections)
         self.groups["overall"] = [(c, coef / len(sections)) for sec in sections.values() for c, coef in sec]
 
     def value(self, group: str = "overall") -> float:
@@ -120,11 +129,15 @@ class Official:
             return sum(coef * (weights @ arrays[c][0]) / (weights @ arrays[c][1]) for c, coef in self.groups[group])
 
 
+def pair_credit(r: dict) -> float:
+    """A saved pair's credit (older files without `credit`: strict correctness)."""
+    c = r.get("credit")
+    return float(r["correct"]) if c is None else float(c)
+
+
 def official_stats(kind: str, results: Sequence[dict], n_boot: int, seed: int, ci: float = 0.95) -> dict:
     """{group: {n, accuracy, ci_low, ci_high}} for `overall` and each section/domain; the bootstrap
     resamples prompts (question ids) within their subset, with the official weights."""
-    from .scoring import pair_credit
-
     off = Official(kind, results, credit=pair_credit)
     qids, strata = [], []
     index: dict[str, int] = {}

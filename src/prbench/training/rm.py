@@ -21,13 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from .config import entry_with_defaults, with_defaults
-from .io import read_jsonl
-from .models import resolve_model_ref
-from .prompts import ScoreRequest
-from .seeding import stable_seed
+from ..config import entry_with_defaults, with_defaults
+from ..io import read_jsonl
+from ..models import resolve_model_ref
+from ..prompts import ScoreRequest
+from ..seeding import stable_seed
 
-log = logging.getLogger("prbench.train_rm")
+log = logging.getLogger("prbench.training.rm")
 
 SOURCES = ("personalized", "general")
 INFO_FILE = "prbench_train.json"
@@ -67,7 +67,7 @@ class PairCollator:
     pad_token_id: int
 
     def __call__(self, examples: list[dict[str, Any]]) -> dict:
-        from .batching import collate
+        from ..batching import collate
 
         feats = []
         for side in ("chosen", "rejected"):
@@ -106,7 +106,7 @@ def train_demo_rm(spec: dict, train_files: dict[str, str | Path], out_dir: str |
     """Train (or, with an empty mix, just save) one demo RM; returns the report saved beside it."""
     import torch
 
-    from .rms.classifier import ClassifierEncoder
+    from ..rms.classifier import ClassifierEncoder
 
     name = spec.get("name", "rm")  # a job's spec carries its name (rules/common.smk rm_spec)
     if "train" not in spec:

@@ -1,13 +1,13 @@
 """Markdown summary of the correlation table (`tables/correlation_summary.md`): per downstream
 measure and coefficient, the benchmark (headline level) that correlates best, its runner-up, and
-whether the lead holds under the question bootstrap. Written by `prbench.correlation`."""
+whether the lead holds under the question bootstrap. Written by `prbench.analysis.correlation`."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from . import downstream
-from .stats import percentile_interval
+from .. import downstream
+from ..stats import percentile_interval
 
 DOWNSTREAM_KEY = ["policy", "downstream", "estimator", "measure", "k"]
 

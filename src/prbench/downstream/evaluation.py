@@ -17,15 +17,15 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .config import entry_with_defaults
-from .generation import sampling_settings
-from .io import read_jsonl, write_csv, write_jsonl
+from ..config import entry_with_defaults
+from ..generation import sampling_settings
+from ..io import read_jsonl, write_csv, write_jsonl
+from ..seeding import stable_seed
+from ..stats import bootstrap_ci
 from .policy import load_policy_model
-from .policy_prompts import load_prompt_rows, select_eval_prompts
-from .seeding import stable_seed
-from .stats import bootstrap_ci
+from .prompt_rows import load_prompt_rows, select_eval_prompts
 
-log = logging.getLogger("prbench.policy_eval")
+log = logging.getLogger("prbench.downstream.evaluation")
 
 
 def policy_answers(model_path: str, prompts: Sequence[dict], ppo_cfg: dict, seed: int,
@@ -79,7 +79,7 @@ def judge_ppo(answers: Sequence[dict], base_answers: Sequence[dict], aspects: di
     """Judge trained and base answers (same cached judge as BoN; this job writes cache shard
     `shard`) and compare them per question. An unparseable judgement (NaN) leaves that answer
     unscored and its comparison NaN; it is counted in `judge_failures`, the other rows stand."""
-    from .judge import JudgeItem, judge_items_cached
+    from ..judge import JudgeItem, judge_items_cached
 
     base = {r["question_id"]: r for r in base_answers}
     missing = [a["question_id"] for a in answers if a["question_id"] not in base]
@@ -108,7 +108,7 @@ def judge_ppo(answers: Sequence[dict], base_answers: Sequence[dict], aspects: di
 def eval_ppo(model_dir: str, base_answers_path: str, eval_prompts: str, judge_keys: str, judge_cfg: dict,
              cache_dir: str, out_path: str, ppo_cfg: dict, seed: int, trust_remote_code: bool = False,
              device: str = "auto") -> dict:
-    from .judge import load_judge, shard_name
+    from ..judge import load_judge, shard_name
 
     prompts = select_eval_prompts(load_prompt_rows(eval_prompts), ppo_cfg.get("eval_questions_per_subset"))
     answers = policy_answers(model_dir, prompts, ppo_cfg, seed, trust_remote_code, device)

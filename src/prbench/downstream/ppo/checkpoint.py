@@ -1,13 +1,13 @@
-"""PPO checkpoints and the restartable prompt order they resume from (used by `prbench.ppo`).
+"""PPO checkpoints and the restartable prompt order they resume from (used by `prbench.downstream.ppo.train`).
 
 trl's experimental PPOTrainer has no resume_from_checkpoint. Every `save_steps` steps, and after
-the last one, `prbench.ppo` atomically writes `checkpoints/step-NNNNNN/` with the policy and value
+the last one, `prbench.downstream.ppo.train` atomically writes `checkpoints/step-NNNNNN/` with the policy and value
 model (save_pretrained), optimizer and LR scheduler state, the Python/NumPy/torch RNG states of
 every training process (`rng_state`), the step/episode counters, the training log so far and a
 `fingerprint` of the run settings. A new run with the same fingerprint resumes from the newest
 checkpoint (`latest_checkpoint`); a checkpoint with another fingerprint (changed
 config/prompts/model) is discarded. The checkpoint-folder helpers (`fingerprint`,
-`list_checkpoints`, `latest_checkpoint`) live in `prbench.checkpoints`, shared with GRPO. Prompt
+`list_checkpoints`, `latest_checkpoint`) live in `prbench.downstream.checkpoints`, shared with GRPO. Prompt
 batches come from a seeded, restartable order (`PromptBatches`) instead of trl's shuffled
 DataLoader, so a resumed run skips exactly the batches already used.
 """
@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .seeding import stable_seed
+from ...seeding import stable_seed
 
 
 # ---------------------------------------------------------------------------------------------

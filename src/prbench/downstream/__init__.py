@@ -14,14 +14,24 @@ unparseable output is never a zero. A question appears at least once per run eve
 its values are NaN (it remains a resampling unit). Rows keep each run's question order (the
 analysis' bootstrap units are numbered in order of first appearance).
 
-Registry: a `Method` per downstream method, `register()`ed at import (BoN, PPO and GRPO below) or
-by a test. The Snakemake side (`rules/common.smk`: `DOWNSTREAM`) lists the methods a config
-enables (`Method.enabled(config)`), in registry order, and the analysis rules take their inputs
-from `table_path()`. Adding a downstream method = one stage file (rules + module) that writes its
-measure table, plus one `register()` entry.
+Registry: a `Method` per downstream method in `REGISTRY` (`register()`). The built-in methods are
+declared below; their config-dependent hooks (`enabled`, `signal`) are "module:attr" strings under
+`prbench.downstream` (each method's package: `bon`, `ppo`, `grpo`), imported on first use as
+`prbench.rms.KINDS` imports its classes, so reading the registry loads no trainer. A test or a user
+may register a method with plain callables. The Snakemake side (`rules/common.smk`: `DOWNSTREAM`)
+lists the methods a config enables (`enabled(config)`), in registry order, and the analysis rules
+take their inputs from `table_path()`. Adding a downstream method = one stage (a rules file and a
+package here) that writes its measure table, plus one `register()` entry.
+
+Package layout: `bon/` (sampling, judging, RM scoring, curves), `ppo/` (training, checkpoints,
+launch, memory plan, rollout), `grpo/` (training), and the pieces the trained-policy methods share:
+`policy` (loading and generation), `prompt_rows` (train/eval prompt rows), `reward_adapter` (an RM
+as the policy's reward), `checkpoints` (resume-folder helpers), `evaluation` (the shared evaluation
+against the base policy and its tables).
 """
 from __future__ import annotations
 
+import importlib
 import math
 import re
 from dataclasses import dataclass, field
@@ -31,8 +41,8 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .config import entry_with_defaults
-from .io import iter_jsonl, write_csv
+from ..config import entry_with_defaults
+from ..io import iter_jsonl, write_csv
 
 MEASURE_COLUMNS = ["policy", "rm", "method", "estimator", "measure", "k", "question_id", "subset", "value"]
 TABLE_PATTERN = "results/downstream/{method}.csv"
@@ -44,6 +54,25 @@ def _no_signal(config: Mapping) -> dict:
     return {"estimator": "", "k": None}
 
 
+Hook = Callable[[Mapping], object] | str
+
+
+def resolve(hook: Hook) -> Callable:
+    """A hook given as "module:attr" (module relative to prbench.downstream) or as a callable."""
+    if callable(hook):
+        return hook
+    module, attr = hook.split(":")
+    return getattr(importlib.import_module(f".{module}", __name__), attr)
+
+
+def section_enabled(config: Mapping, key: str, default: bool) -> bool:
+    """A method switched by `<key>.enabled` (schema default) and run or not when the section is absent."""
+    section = config.get(key)
+    if section is None:
+        return default
+    return bool(entry_with_defaults(section, key)["enabled"])
+
+
 @dataclass(frozen=True)
 class Method:
     """One downstream method.
@@ -51,24 +80,25 @@ class Method:
     name       the `method` column of its table and the `downstream` column of the analysis tables
     label      its name in the summary, figure titles and axis labels ("BoN", "PPO")
     order      position among the methods in every analysis table (lower first)
-    enabled    config -> bool: whether a config runs it (the Snakemake-side list)
+    enabled    config -> bool: whether a config runs it (the Snakemake-side list); a callable or
+               "module:attr" under prbench.downstream
     estimators preferred order of its estimators (others after them, in data order)
     signal     config -> {"estimator", "k"}: the one signal per policy shown in the scatter and
-               correlation figures (measure `judge_score`)
+               correlation figures (measure `judge_score`); a callable or "module:attr"
     unscored   noun of the data note for NaN judge scores ("answers", "curve points")
     train_log  path pattern ({policy}, {rm}) of a per-step training log (step, reward, kl[, entropy]),
                plotted as figure `{name}_training`; None = no training figure
     trained_policy  True when the method trains a policy per RM that the shared evaluation
-               (rule `eval_ppo`: greedy answers on the eval split, cached judge, win rate against
+               (rule `eval_policy`: answers on the eval split, cached judge, win rate against
                the base policy) reads from `results/{name}/{policy}/{rm}/model`
     """
 
     name: str
     label: str
     order: int
-    enabled: Callable[[Mapping], bool]
+    enabled: Hook
     estimators: tuple[str, ...] = ()
-    signal: Callable[[Mapping], dict] = _no_signal
+    signal: Hook = _no_signal
     unscored: str = "answers"
     train_log: str | None = None
     trained_policy: bool = False
@@ -77,6 +107,12 @@ class Method:
     @property
     def table(self) -> str:
         return table_path(self.name)
+
+    def runs(self, config: Mapping) -> bool:
+        return bool(resolve(self.enabled)(config))
+
+    def figure_signal(self, config: Mapping) -> dict:
+        return resolve(self.signal)(config)
 
 
 REGISTRY: dict[str, Method] = {}
@@ -106,7 +142,7 @@ def ordered(names: Sequence[str]) -> list[str]:
 
 def enabled(config: Mapping) -> list[str]:
     """The methods a config runs, in registry order (the Snakemake-side list)."""
-    return ordered([m.name for m in REGISTRY.values() if m.enabled(config)])
+    return ordered([m.name for m in REGISTRY.values() if m.runs(config)])
 
 
 def label(name: str) -> str:
@@ -132,7 +168,7 @@ def measure_label(name: str, estimator: str, measure: str, k) -> str:
 
 def figure_signals(config: Mapping, names: Sequence[str]) -> dict:
     """{method: {"estimator", "k"}} for the figure rules' params."""
-    return {n: REGISTRY[n].signal(config) for n in names if n in REGISTRY}
+    return {n: REGISTRY[n].figure_signal(config) for n in names if n in REGISTRY}
 
 
 # ---- the measure table ---------------------------------------------------------------------------
@@ -218,23 +254,9 @@ def write_judged_measures(method: str, runs: Mapping[tuple[str, str], str], out_
 # ---- the built-in methods ------------------------------------------------------------------------
 
 
-def _section_enabled(key: str, default: bool) -> Callable[[Mapping], bool]:
-    def on(config: Mapping) -> bool:
-        section = config.get(key)
-        if section is None:
-            return default
-        return bool(entry_with_defaults(section, key)["enabled"])
-
-    return on
-
-
-def _bon_signal(config: Mapping) -> dict:
-    return {"estimator": "expected", "k": int(max(config["bon"]["ks"]))}
-
-
-register(Method("bon", "BoN", 0, enabled=lambda config: "bon" in config,
-                estimators=("expected", "first_k", "first_k_tieavg"), signal=_bon_signal, unscored="curve points"))
-register(Method("ppo", "PPO", 1, enabled=_section_enabled("ppo", True),
-                train_log="results/ppo/{policy}/{rm}/train_log.csv", trained_policy=True))
-register(Method("grpo", "GRPO", 2, enabled=_section_enabled("grpo", False),
-                train_log="results/grpo/{policy}/{rm}/train_log.csv", trained_policy=True))
+register(Method("bon", "BoN", 0, enabled="bon:enabled", estimators=("expected", "first_k", "first_k_tieavg"),
+                signal="bon:figure_signal", unscored="curve points"))
+register(Method("ppo", "PPO", 1, enabled="ppo:enabled", train_log="results/ppo/{policy}/{rm}/train_log.csv",
+                trained_policy=True))
+register(Method("grpo", "GRPO", 2, enabled="grpo:enabled", train_log="results/grpo/{policy}/{rm}/train_log.csv",
+                trained_policy=True))

@@ -1,7 +1,7 @@
 """Memory plan of one trl PPO run (issue 13): the peak bytes per GPU, before the first step.
 
 The estimate follows what trl 1.12's experimental PPOTrainer holds on a training process's GPU,
-with the rollout scores released as read (`prbench.ppo_rollout`), calibrated on an H100
+with the rollout scores released as read (`prbench.downstream.ppo.rollout`), calibrated on an H100
 (`perf/ppo_memory_gpu.py`, runs in perf/gpu_runs/, numbers in perf/README.md):
 
 * weights: policy and critic in float32 with float32 gradients and two AdamW moments
@@ -9,7 +9,7 @@ with the rollout scores released as read (`prbench.ppo_rollout`), calibrated on 
   reference policy in bf16 (2 bytes per parameter);
 * rollout: the float32 scores of `generate(output_scores=True)` for the whole local batch (local
   batch x response length x vocab x 4 bytes; one copy: trl's own code keeps up to three, see
-  `prbench.ppo_rollout`) plus one chunk's stacking copy and the KV cache of one generation chunk;
+  `prbench.downstream.ppo.rollout`) plus one chunk's stacking copy and the KV cache of one generation chunk;
   then, per chunk of `local_rollout_forward_batch_size` rows, the reference forward over the full
   query + response (bf16 logits over prompt + response tokens) and a float32 log-softmax of the
   response slice, while the scores are still alive;
@@ -36,7 +36,7 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .config import entry_with_defaults, with_defaults
+from ...config import entry_with_defaults, with_defaults
 
 GB = 1e9
 # Calibrated on an NVIDIA H100 (perf/ppo_memory_gpu.py; perf/README.md): Qwen2.5-0.5B
@@ -105,8 +105,8 @@ def model_shape(ref: str, params_b: float | None = None) -> ModelShape:
     if ref in KNOWN_CONFIGS:
         return ModelShape(ref, **KNOWN_CONFIGS[ref], source="known")
     if params_b is None:
-        raise ValueError(f"model {ref!r}: no local config.json, not in prbench.ppo_memory.KNOWN_CONFIGS and no "
-                         "params_b in its config entry; cannot plan PPO memory")
+        raise ValueError(f"model {ref!r}: no local config.json, not in prbench.downstream.ppo.memory.KNOWN_CONFIGS "
+                         "and no params_b in its config entry; cannot plan PPO memory")
     # generic decoder: 12 L h^2 parameters, 32 layers at >= 4B, vocab 128k
     layers = 32 if params_b >= 4 else 24
     h = int(math.sqrt(params_b * 1e9 / (12 * layers)) // 128 * 128) or 128

@@ -12,12 +12,12 @@ import logging
 import os
 from typing import Sequence
 
-from .data.personalized import select_per_subset
-from .io import read_jsonl
+from ..data.personalized import select_per_subset
+from ..io import read_jsonl
+from ..seeding import stable_seed
 from .reward_adapter import render_policy_prompt, tokenize_prompt
-from .seeding import stable_seed
 
-log = logging.getLogger("prbench.policy_prompts")
+log = logging.getLogger("prbench.downstream.prompt_rows")
 
 PROMPT_FIELDS = ("question_id", "subset", "question", "profile")
 

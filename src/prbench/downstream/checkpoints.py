@@ -1,4 +1,5 @@
-"""Resume checkpoints shared by the trained-policy stages (PPO: `prbench.ppo`, GRPO: `prbench.grpo`).
+"""Resume checkpoints shared by the trained-policy stages (PPO: `prbench.downstream.ppo.train`, GRPO:
+`prbench.downstream.grpo.train`).
 
 Both keep the newest complete checkpoint of a run as `{out_dir}/checkpoints/step-NNNNNN/`, holding
 a `state.json` with the run's `fingerprint` (a hash of everything that determines the run): a
@@ -12,10 +13,10 @@ import logging
 import shutil
 from pathlib import Path
 
-from .io import json_sha256, read_json
-from .models import resolve_model_ref
+from ..io import json_sha256, read_json
+from ..models import resolve_model_ref
 
-log = logging.getLogger("prbench.checkpoints")
+log = logging.getLogger("prbench.downstream.checkpoints")
 
 CKPT_PREFIX = "step-"
 STATE_NAME = "state.json"

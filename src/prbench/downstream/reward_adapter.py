@@ -27,9 +27,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .prompts import ScoreRequest, policy_messages, render_chat
+from ..prompts import ScoreRequest, policy_messages, render_chat
 
-log = logging.getLogger("prbench.reward_adapter")
+log = logging.getLogger("prbench.downstream.reward_adapter")
 
 
 def render_policy_prompt(tokenizer, row: dict) -> str:

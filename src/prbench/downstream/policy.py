@@ -8,19 +8,19 @@ left padding). `generate_answers` renders the paper's policy prompt (question + 
 results do not depend on batch size, shard layout or the order of the prompts.
 vLLM (`generate_answers_vllm`) is an optional backend, imported only when selected.
 
-The demo policy's tokenizer, model and training live in prbench.demo_policy.
+The demo policy's tokenizer, model and training live in prbench.training.policy.
 """
 from __future__ import annotations
 
 import logging
 from typing import Sequence
 
-from . import prompts as P
-from .generation import generation_config, neutralize, vllm_sampling_kwargs
-from .models import auto_device, auto_dtype, resolve_model_ref, vllm_engine_kwargs
-from .seeding import stable_seed
+from .. import prompts as P
+from ..generation import generation_config, neutralize, vllm_sampling_kwargs
+from ..models import auto_device, auto_dtype, resolve_model_ref, vllm_engine_kwargs
+from ..seeding import stable_seed
 
-log = logging.getLogger("prbench.policy")
+log = logging.getLogger("prbench.downstream.policy")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,92 @@
+"""The package's import direction: no import cycle (module-level or inside a function), the config
+module a leaf, shared modules below the stages, each stage importing only the stages before it.
+The graph is read with `ast` (tests/import_graph.py), so a function-level import that dodges a
+cycle at run time still counts as an edge here."""
+from pathlib import Path
+
+from conftest import REPO
+from import_graph import cycles, import_graph
+
+SRC = REPO / "src"
+# Modules every stage may use; they import only each other.
+SHARED = {"prbench", "prbench.config", "prbench.io", "prbench.log", "prbench.seeding", "prbench.stats",
+          "prbench.batching", "prbench.encoders", "prbench.generation", "prbench.models", "prbench.prompts"}
+# What each stage package may import besides itself and SHARED: the DAG's order.
+ALLOWED = {
+    "prbench.data": (),
+    "prbench.rms": (),
+    "prbench.judge": (),
+    "prbench.replica": (),
+    "prbench.scoring": ("prbench.data.baselines", "prbench.data.rewardbench", "prbench.rms"),
+    "prbench.training": ("prbench.rms",),
+    "prbench.downstream": ("prbench.data", "prbench.rms", "prbench.judge"),
+    # the analysis reads the downstream contract (the package itself), never a method's code
+    "prbench.analysis": ("prbench.data.baselines", "prbench.scoring.official", "=prbench.downstream"),
+    "prbench.validation": ("prbench.data.baselines", "prbench.data.demo_world", "prbench.rms"),
+}
+
+
+def graph():
+    return import_graph(SRC, "prbench", exclude=("remote_code",))
+
+
+def _allowed(target: str, rules) -> bool:
+    for rule in rules:
+        if rule.startswith("="):
+            if target == rule[1:]:
+                return True
+        elif target == rule or target.startswith(rule + "."):
+            return True
+    return False
+
+
+def _stage(module: str) -> str | None:
+    return next((s for s in ALLOWED if module == s or module.startswith(s + ".")), None)
+
+
+def test_no_import_cycle():
+    assert cycles(graph()) == []
+
+
+def test_the_checker_finds_a_planted_cycle(tmp_path: Path):
+    """A package whose cycle hides behind a function-level import and a relative `from . import`."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .sub import b\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from .. import c\n    return c\n")
+    (pkg / "c.py").write_text("import pkg.a\n")
+    (pkg / "d.py").write_text("from pkg.sub.b import f\n")
+    g = import_graph(tmp_path, "pkg")
+    assert g["pkg.sub.b"] == {"pkg.c"} and g["pkg.d"] == {"pkg.sub.b"}
+    assert cycles(g) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
+    (pkg / "c.py").write_text("import os\n")
+    assert cycles(import_graph(tmp_path, "pkg")) == []
+
+
+def test_config_is_a_leaf():
+    assert graph()["prbench.config"] == set()
+
+
+def test_shared_modules_import_only_shared_modules():
+    g = graph()
+    bad = {m: sorted(g[m] - SHARED) for m in SHARED if g[m] - SHARED}
+    assert not bad, bad
+
+
+def test_every_module_is_shared_or_in_a_stage():
+    assert [m for m in graph() if m not in SHARED and _stage(m) is None] == []
+
+
+def test_stages_import_only_earlier_stages():
+    bad = []
+    for mod, targets in sorted(graph().items()):
+        stage = _stage(mod)
+        if stage is None:
+            continue
+        for t in sorted(targets):
+            if t in SHARED or _stage(t) == stage or _allowed(t, ALLOWED[stage]):
+                continue
+            bad.append(f"{mod} -> {t}")
+    assert not bad, bad
