@@ -14,6 +14,7 @@ import numpy as np
 
 from ..config import with_defaults
 from ..encoders import embed_texts
+from ..models import auto_device, resolve_model_ref
 
 log = logging.getLogger("prbench.data.retrieval")
 
@@ -23,8 +24,6 @@ class DenseRetriever:
                  device: str = "auto", trust_remote_code: bool = False, use_safetensors: bool | None = None,
                  num_hidden_layers: int | None = None):
         from transformers import AutoConfig, AutoModel, AutoTokenizer
-
-        from ..models import auto_device, resolve_model_ref
 
         if pooling not in ("mean", "cls"):
             raise ValueError(f"config key retriever.pooling: unknown pooling {pooling!r} (mean | cls)")

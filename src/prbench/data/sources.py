@@ -15,6 +15,7 @@ from typing import Iterator
 from ..config import with_defaults
 from ..models import LOCAL_PREFIXES
 from .checks import DataError
+from .demo_world import DEMO_PREFIX, demo_general_dirs, demo_outputs
 
 
 def is_local(source: str) -> bool:
@@ -108,8 +109,6 @@ def local_input_files(source: str, split: str, subset: str | None = None) -> lis
 def personalized_input_files(config: dict) -> list[str]:
     """Files rule prepare_personalized reads: the demo world's outputs in the demo, the files of
     a local folder (edits rerun the job), nothing for a hub id."""
-    from .demo_world import DEMO_PREFIX, demo_outputs
-
     pers = with_defaults(config["data"]["personalized"], "data.personalized")
     demo = with_defaults(config.get("demo"), "demo")["enabled"]
     if demo and pers["source"].startswith(DEMO_PREFIX):
@@ -130,8 +129,6 @@ def personalized_input_files(config: dict) -> list[str]:
 
 
 def baseline_input_files(config: dict, name: str) -> list[str]:
-    from .demo_world import demo_general_dirs, demo_outputs
-
     if with_defaults(config.get("demo"), "demo")["enabled"] and name in demo_general_dirs(config):
         return demo_outputs(config)[name]
     b = with_defaults(config["data"]["baselines"][name], f"data.baselines.{name}")

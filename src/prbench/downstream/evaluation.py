@@ -20,9 +20,10 @@ import pandas as pd
 from ..config import entry_with_defaults
 from ..generation import sampling_settings
 from ..io import read_jsonl, write_csv, write_jsonl
+from ..judge import JudgeItem, judge_items_cached, load_judge, shard_name
 from ..seeding import stable_seed
 from ..stats import bootstrap_ci
-from .policy import load_policy_model
+from .policy import generate_answers, load_policy_model
 from .prompt_rows import load_prompt_rows, select_eval_prompts
 
 log = logging.getLogger("prbench.downstream.evaluation")
@@ -32,8 +33,6 @@ def policy_answers(model_path: str, prompts: Sequence[dict], ppo_cfg: dict, seed
                    trust_remote_code: bool = False, device: str = "auto", batch_size: int = 32) -> list[dict]:
     """One answer per prompt (greedy unless `ppo.eval_greedy` is false; then one sample at
     `ppo.temperature` and `ppo.eval_top_p`, the authors' evaluation)."""
-    from .policy import generate_answers
-
     ppo_cfg = entry_with_defaults(ppo_cfg, "ppo")  # the job's picked keys; the schema fills the rest
     model, tok = load_policy_model(model_path, trust_remote_code, device)
     answers = generate_answers(model, tok, list(prompts), n=1,
@@ -79,8 +78,6 @@ def judge_ppo(answers: Sequence[dict], base_answers: Sequence[dict], aspects: di
     """Judge trained and base answers (same cached judge as BoN; this job writes cache shard
     `shard`) and compare them per question. An unparseable judgement (NaN) leaves that answer
     unscored and its comparison NaN; it is counted in `judge_failures`, the other rows stand."""
-    from ..judge import JudgeItem, judge_items_cached
-
     base = {r["question_id"]: r for r in base_answers}
     missing = [a["question_id"] for a in answers if a["question_id"] not in base]
     if missing:
@@ -108,8 +105,6 @@ def judge_ppo(answers: Sequence[dict], base_answers: Sequence[dict], aspects: di
 def eval_ppo(model_dir: str, base_answers_path: str, eval_prompts: str, judge_keys: str, judge_cfg: dict,
              cache_dir: str, out_path: str, ppo_cfg: dict, seed: int, trust_remote_code: bool = False,
              device: str = "auto") -> dict:
-    from ..judge import load_judge, shard_name
-
     prompts = select_eval_prompts(load_prompt_rows(eval_prompts), ppo_cfg.get("eval_questions_per_subset"))
     answers = policy_answers(model_dir, prompts, ppo_cfg, seed, trust_remote_code, device)
     judge = load_judge(judge_cfg, seed)

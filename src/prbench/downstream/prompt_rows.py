@@ -15,6 +15,7 @@ from typing import Sequence
 from ..data.personalized import select_per_subset
 from ..io import read_jsonl
 from ..seeding import stable_seed
+from .policy import generate_answers
 from .reward_adapter import render_policy_prompt, tokenize_prompt
 
 log = logging.getLogger("prbench.downstream.prompt_rows")
@@ -75,8 +76,6 @@ def base_reference_answers(model, tok, rows: Sequence[dict], settings: dict, see
 
     A pairwise RM rewards a PPO rollout by comparing it with this answer to the same prompt
     (`GenerativePairwiseRM.score`): reward = P(rollout preferred over the base answer)."""
-    from .policy import generate_answers
-
     answers = generate_answers(model, tok, list(rows), n=1, max_new_tokens=int(settings["response_length"]),
                                seed=stable_seed(seed, "ppo-reference"), greedy=True, progress=False)
     log.info("pairwise RM: rollouts are compared with the base policy's greedy answers to %d prompts", len(rows))

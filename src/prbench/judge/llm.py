@@ -14,6 +14,7 @@ from typing import Sequence
 from .. import prompts as _prompt_templates
 from ..generation import generation_config, neutralize, vllm_sampling_kwargs
 from ..models import auto_device, auto_dtype, multi_gpu_kwargs, resolve_model_ref
+from ..prompts import render_chat
 from ..seeding import stable_seed
 from .base import JudgeItem, JudgeResult, RubricJudge, _result, log, parse_ratings
 
@@ -47,8 +48,6 @@ class _LLMJudge(RubricJudge):
         ...
 
     def _prompt(self, item: JudgeItem) -> str:
-        from ..prompts import render_chat
-
         return render_chat(self.tokenizer, rubric_messages(item), add_generation_prompt=True)
 
     def judge(self, items: Sequence[JudgeItem]) -> list[JudgeResult]:

@@ -5,7 +5,7 @@
   with Qwen's special tokens (`<|endoftext|>` pad, `<|im_start|>`, `<|im_end|>` end of turn), a ChatML
   chat template, and a `generation_config.json` with sampling defaults of the kind Qwen ships
   (do_sample, temperature 0.7, top_p 0.8, top_k 20, repetition_penalty) that the pipeline must never
-  inherit (issue 11, item 5).
+  inherit.
 - `contriever`: `facebook/contriever-msmarco` (`BertModel`, WordPiece uncased tokenizer with
   [PAD]/[UNK]/[CLS]/[SEP]/[MASK], mean pooling done by prbench.data.retrieval).
 
@@ -18,6 +18,7 @@ import json
 import logging
 from pathlib import Path
 
+from . import rms
 from .data import tokenizer_corpus
 
 log = logging.getLogger("prbench.replica")
@@ -147,11 +148,7 @@ def build_contriever(out_dir: str | Path, seed: int = 0) -> Path:
 
 
 def _rm_builder(name: str):
-    try:
-        from . import rms
-    except ImportError as exc:  # the RM replicas live in prbench.replica.rms (issue 11 adapters)
-        raise RuntimeError(f"replica builder {name!r} needs prbench.replica.rms ({exc})") from exc
-    return getattr(rms, name)
+    return getattr(rms, name)  # the RM replicas live in prbench.replica.rms
 
 
 def build_replica(builder: str, out_dir: str | Path, seed: int = 0, **options) -> Path:

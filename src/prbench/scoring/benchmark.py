@@ -28,6 +28,7 @@ from ..config import entry_with_defaults
 from ..data.baselines import has_official
 from ..io import iter_jsonl, read_json, read_jsonl, write_csv, write_json, write_jsonl
 from ..prompts import PairRequest, ScoreRequest
+from ..rms import load_reward_model
 from ..seeding import stable_seed
 from ..stats import bootstrap_ci
 from .official import official_stats, pair_credit
@@ -171,8 +172,6 @@ def score_benchmark(bench_path: str | Path, spec: dict, pairs_out: str | Path, a
                     bench: str, seed: int = 0, scoring: dict | None = None, rm=None,
                     bench_kind: str | None = None) -> dict:
     """Score one benchmark with one RM; write the per-pair jsonl and the accuracy JSON."""
-    from ..rms import load_reward_model
-
     scoring = entry_with_defaults(scoring or {}, "scoring")  # the job's picked keys; the schema fills the rest
     rows = load_pairs(bench_path)
     if rm is None:

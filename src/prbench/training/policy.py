@@ -22,6 +22,7 @@ from typing import Sequence
 
 from .. import prompts as P
 from ..config import with_defaults
+from ..io import read_jsonl
 from ..seeding import seed_everything, stable_seed
 
 log = logging.getLogger("prbench.training.policy")
@@ -207,8 +208,6 @@ def train_demo_policy(train_path: str, out_dir: str, cfg: dict, seed: int = 0, t
     Mixed precision: bf16 autocast where the device supports it (about 2x faster on CPUs with
     AVX512-BF16); the saved weights are fp32."""
     import torch
-
-    from ..io import read_jsonl
 
     t0 = time.time()
     cfg = with_defaults(cfg, "demo_training.policy")  # the schema holds the defaults

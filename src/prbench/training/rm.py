@@ -21,10 +21,12 @@ from typing import Any
 
 import numpy as np
 
+from ..batching import collate
 from ..config import entry_with_defaults, with_defaults
 from ..io import read_jsonl
 from ..models import resolve_model_ref
 from ..prompts import ScoreRequest
+from ..rms.classifier import ClassifierEncoder
 from ..seeding import stable_seed
 
 log = logging.getLogger("prbench.training.rm")
@@ -67,8 +69,6 @@ class PairCollator:
     pad_token_id: int
 
     def __call__(self, examples: list[dict[str, Any]]) -> dict:
-        from ..batching import collate
-
         feats = []
         for side in ("chosen", "rejected"):
             for ex in examples:
@@ -105,8 +105,6 @@ def train_demo_rm(spec: dict, train_files: dict[str, str | Path], out_dir: str |
                   seed: int = 0, threads: int | None = None) -> dict:
     """Train (or, with an empty mix, just save) one demo RM; returns the report saved beside it."""
     import torch
-
-    from ..rms.classifier import ClassifierEncoder
 
     name = spec.get("name", "rm")  # a job's spec carries its name (rules/common.smk rm_spec)
     if "train" not in spec:

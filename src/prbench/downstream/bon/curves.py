@@ -34,6 +34,7 @@ import numpy as np
 from ...io import read_jsonl, write_csv
 from ...seeding import stable_seed
 from ...stats import bootstrap_ci
+from .. import write_measures
 
 log = logging.getLogger("prbench.downstream.bon")
 
@@ -328,8 +329,6 @@ def curve_measures(policy: str, rm: str, path) -> "object":
 def write_bon_measures(curves: Mapping[tuple[str, str], str], out_csv) -> "object":
     """Rule bon_measures: every (policy, RM) curves file -> results/downstream/bon.csv."""
     import pandas as pd
-
-    from .. import write_measures
 
     return write_measures(out_csv, pd.concat([curve_measures(p, r, path) for (p, r), path in curves.items()],
                                              ignore_index=True))

@@ -13,8 +13,12 @@ from ...config import entry_with_defaults
 from ...data.personalized import select_per_subset
 from ...generation import sampling_settings
 from ...io import read_jsonl, write_jsonl
+from ...judge import JudgeItem, judge_items_cached, load_judge, shard_name
+from ...prompts import ScoreRequest
+from ...rms import load_reward_model
+from .. import policy as pol
 
-log = logging.getLogger("prbench.bon")
+log = logging.getLogger("prbench.downstream.bon")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -48,8 +52,6 @@ def sample_bon(prompts_path: str, policy_spec: dict, bon_cfg: dict, seed: int, s
 
     Sampling noise is derived per (seed, question_id, sample_idx), so the samples do not depend
     on the number of shards or on the batch size."""
-    from .. import policy as pol
-
     bon_cfg = entry_with_defaults(bon_cfg, "bon")  # the job's picked keys; the schema fills the rest
     policy_spec = entry_with_defaults(policy_spec, "policies.*")
     rows = select_questions(read_jsonl(prompts_path), bon_cfg["questions_per_subset"])
@@ -109,8 +111,6 @@ def judge_bon(samples_path: str, prompts_path: str, judge_keys_path: str, judge_
               cache_dir: str, out_path: str, judge=None) -> dict:
     """Judge every unique sample once (cached: reads every shard of cache_dir, writes the shard named
     after out_path); writes question_id, sample_idx, score, ratings, failures."""
-    from ...judge import JudgeItem, judge_items_cached, load_judge, shard_name
-
     samples = read_jsonl(samples_path)
     questions = {r["question_id"]: r["question"] for r in read_jsonl(prompts_path)}
     aspects = aspects_by_question(read_jsonl(judge_keys_path))
@@ -137,8 +137,6 @@ def judge_bon(samples_path: str, prompts_path: str, judge_keys_path: str, judge_
 
 def score_bon(samples_path: str, prompts_path: str, rm_spec: dict, out_path: str, rm=None) -> dict:
     """Score every sample with one RM; NaN (failure) is written as null and counted."""
-    from ...prompts import ScoreRequest
-
     samples = read_jsonl(samples_path)
     prompts = {r["question_id"]: r for r in read_jsonl(prompts_path)}
     reqs = []
@@ -149,8 +147,6 @@ def score_bon(samples_path: str, prompts_path: str, rm_spec: dict, out_path: str
         reqs.append(ScoreRequest(p["question"], r["answer"], tuple(p["profile"]),
                                  tuple(p.get("profile_categories", ()))))
     if rm is None:
-        from ...rms import load_reward_model
-
         rm = load_reward_model(rm_spec)
     out = rm.score(reqs)
     scores = np.asarray(out.scores, dtype=float)

@@ -1,4 +1,4 @@
-"""Multi-process PPO launcher (issue 13): one training process per GPU the job holds.
+"""Multi-process PPO launcher: one training process per GPU the job holds.
 
 `run_ppo_job(spec, processes)` runs `prbench.downstream.ppo.train.train_ppo` in this process when `processes` is
 0 or 1 (the default), else through `torchrun` (`python -m torch.distributed.run --standalone
@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 from ...io import read_json, write_json
+from ...log import setup_logging
+from ...prompts import configure
 
 log = logging.getLogger("prbench.downstream.ppo.launch")
 
@@ -24,7 +26,6 @@ OPTIONAL_KEYS = ("run_name", "trust_remote_code")  # train_ppo's keyword argumen
 
 
 def _train(spec: dict, device: str = "auto") -> dict:
-    from ...prompts import configure
     from .train import train_ppo
 
     if spec.get("prompts") is not None:  # the config's prompt templates, in every process
@@ -69,8 +70,6 @@ def launch_command(spec: dict, processes: int, *, cpu: bool = False) -> tuple[li
 
 def main(argv=None) -> int:
     import torch
-
-    from ...log import setup_logging
 
     argv = sys.argv[1:] if argv is None else argv
     spec = read_json(argv[0])

@@ -1,4 +1,4 @@
-"""Memory plan of one trl PPO run (issue 13): the peak bytes per GPU, before the first step.
+"""Memory plan of one trl PPO run: the peak bytes per GPU, before the first step.
 
 The estimate follows what trl 1.12's experimental PPOTrainer holds on a training process's GPU,
 with the rollout scores released as read (`prbench.downstream.ppo.rollout`), calibrated on an H100

@@ -1,4 +1,4 @@
-"""Rollout scores that trl's PPO releases as it reads them (issue 13: PPO fits where the DAG puts it).
+"""Rollout scores that trl's PPO releases as it reads them (so PPO fits where the DAG puts it).
 
 trl 1.12's experimental PPOTrainer keeps the float32 scores of `generate(output_scores=True)` for
 the whole local batch: `batch_generation` stacks every chunk's scores and pads them into one

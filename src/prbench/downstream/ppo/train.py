@@ -43,7 +43,7 @@ import torch
 from ...config import entry_with_defaults
 from ...generation import neutralize
 from ...io import read_json, read_jsonl, write_csv, write_json, write_jsonl
-from ...models import save_pretrained_atomic
+from ...models import resolve_model_ref, save_pretrained_atomic
 from ...rms import load_reward_model
 from ...seeding import seed_everything, stable_seed
 from ..checkpoints import CKPT_PREFIX, fingerprint, latest_checkpoint, list_checkpoints
@@ -68,8 +68,6 @@ TRAIN_KEYS = ("actor_lr", "critic_lr", "batch_size", "mini_batch_size", "ppo_epo
 def load_value_model(path: str, pad_token_id: int, trust_remote_code: bool = False):
     """The critic: the policy's backbone with a fresh scalar head (or a saved critic folder), fp32."""
     from transformers import AutoModelForSequenceClassification
-
-    from ...models import resolve_model_ref
 
     kw: dict[str, Any] = {"num_labels": 1, "trust_remote_code": trust_remote_code, "use_safetensors": True,
                           "dtype": torch.float32}
