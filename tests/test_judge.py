@@ -134,8 +134,10 @@ def test_load_judge_fills_schema_defaults_and_keeps_raw_dict_settings(monkeypatc
     def spy(name):
         return lambda model, **kw: seen.setdefault(name, (model, kw))
 
-    monkeypatch.setattr(J, "TransformersJudge", spy("transformers"))
-    monkeypatch.setattr(J, "MiniLMJudge", spy("minilm"))
+    from prbench.judge import loader
+
+    monkeypatch.setattr(loader, "TransformersJudge", spy("transformers"))
+    monkeypatch.setattr(loader, "MiniLMJudge", spy("minilm"))
     J.load_judge({"backend": "transformers", "model": "m"}, 3)
     assert seen["transformers"] == ("m", {"batch_size": 16, "device": "auto", "max_new_tokens": 256, "retries": 1,
                                           "seed": 3, "trust_remote_code": False, "dtype": "auto"})
