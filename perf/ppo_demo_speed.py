@@ -31,7 +31,7 @@ from prbench.validation import load_config  # noqa: E402
 def stand_in(tmp: Path, cfg: dict, prompts: Path) -> tuple[str, dict, Path]:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from prbench.downstream.policy import build_model, train_tokenizer
+    from prbench.training.policy import build_model, train_tokenizer
     from prbench.io import read_jsonl
 
     if prompts.exists():  # the demo's real PPO prompts
