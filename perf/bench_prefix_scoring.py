@@ -1,4 +1,4 @@
-"""Prefix-cached scoring vs full sequences for a decoder RM (issue 14; targets: BoN >= 4x, pairs >= 1.4x).
+"""Prefix-cached scoring vs full sequences for a decoder RM (targets: BoN >= 4x, pairs >= 1.4x).
 
     OMP_NUM_THREADS=2 .venv/bin/python perf/bench_prefix_scoring.py [--threads 2] [--repeats 2]
 

@@ -1,4 +1,4 @@
-"""Speed of the correlation stage at demo scale and beyond (issue 6 target: well under a minute
+"""Speed of the correlation stage at demo scale and beyond (target: well under a minute
 on 2 cores for 1000 bootstraps x ~7 RMs x every benchmark score x every downstream measure).
 
     OMP_NUM_THREADS=1 .venv/bin/python perf/correlation_speed.py [--rms 7] [--boot 1000]

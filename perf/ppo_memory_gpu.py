@@ -1,6 +1,6 @@
-"""GPU check of the PPO memory plan (issue 13): the plan's estimate beside the measured peak.
+"""GPU check of the PPO memory plan: the plan's estimate beside the measured peak.
 
-    python perf/ppo_memory_gpu.py --out ppo_memory_gpu.json [--prompt-tokens 2048 8192]
+    python perf/ppo_memory_gpu.py --out perf/gpu_runs/<name>.json [--prompt-tokens 2048 8192]
 
 Needs one CUDA GPU; downloads nothing. Two measurements, each beside `prbench.downstream.ppo.memory.plan`:
 
