@@ -39,13 +39,13 @@ RECORD_KEYS = {
 
 # Call sites whose key is not read from config, or a known, documented exception.
 SITE_ALLOW = {
-    ("bon.py", "device"): "policy job spec runtime key (not in the policies schema); tests pass one",
-    ("ppo_launch.py", "device"): "PPO launch spec runtime key",
-    ("ppo_launch.py", "threads_per_process"): "PPO launch spec runtime key (CPU processes)",
-    ("judge/__init__.py", "device"): "outside the judge schema: direct callers only (load_judge docstring)",
-    ("judge/__init__.py", "dtype"): "outside the judge schema: direct callers only",
-    ("judge/__init__.py", "trust_remote_code"): "outside the judge schema: direct callers only",
-    ("judge/__init__.py", "calibration"): "runtime key the rules add for the minilm judge",
+    ("downstream/bon/stages.py", "device"): "policy job spec runtime key (not in the policies schema); tests pass one",
+    ("downstream/ppo/launch.py", "device"): "PPO launch spec runtime key",
+    ("downstream/ppo/launch.py", "threads_per_process"): "PPO launch spec runtime key (CPU processes)",
+    ("judge/loader.py", "device"): "outside the judge schema: direct callers only (load_judge docstring)",
+    ("judge/loader.py", "dtype"): "outside the judge schema: direct callers only",
+    ("judge/loader.py", "trust_remote_code"): "outside the judge schema: direct callers only",
+    ("judge/loader.py", "calibration"): "runtime key the rules add for the minilm judge",
     ("judge/minilm.py", "batch_size"): "known exception: a raw section without batch_size keeps the "
                                        "encoder's 64; validated configs carry the schema's 16",
 }
