@@ -9,6 +9,8 @@
 #   results/downstream/ppo.csv                     the downstream contract's measure table (prbench.downstream)
 # eval_ppo and judged_measures serve every trained-policy method of the registry (TRAINED_METHODS:
 # PPO, GRPO): same eval questions, settings (ppo.eval_*), base answers and cached judge.
+from prbench.downstream.ppo.memory import gpus_per_run
+
 PPO = config["ppo"]  # validated: the schema filled its defaults
 PPO_ENABLED = PPO["enabled"]
 JUDGE = config["judge"]
@@ -59,18 +61,10 @@ PPO_TRAIN = pick(
         "gpus",
     ],
 )
-# GPUs of each train_ppo job from the memory plan (prbench.downstream.ppo.memory): ppo.gpus, else the smallest
-# count that fits resources.gpu_mem_gb; a plan that does not fit stops here, naming the keys.
-PPO_GPUS = {}
-if PPO_ENABLED and not DEMO:
-    from prbench.downstream.ppo.memory import plan_for_config, refusal
-
-    for _p in POLICIES:
-        for _r in RMS:
-            _plan = plan_for_config(config, _p, _r)
-            if not _plan.fits:
-                raise ValueError(f"train_ppo {_p}/{_r}: {refusal(_plan)}")
-            PPO_GPUS[(_p, _r)] = _plan.gpus
+# GPUs of each train_ppo job from the memory plan: ppo.gpus, else the smallest count that fits
+# resources.gpu_mem_gb; 0 in the demo (CPU). A plan that does not fit stops here, naming the run and
+# the keys; with ppo disabled nothing is planned (outside the demo).
+PPO_GPUS = gpus_per_run(config, POLICIES, RMS) if PPO_ENABLED or DEMO else {}
 PPO_EVAL = pick(PPO, ["temperature", "eval_greedy", "eval_max_new_tokens", "eval_questions_per_subset"])
 PPO_JUDGE_INPUT = [PPO_JUDGE_CALIBRATION] if JUDGE["backend"] == "minilm" else []
 PPO_JUDGE_B = _params_b(JUDGE, 1.0)
@@ -125,7 +119,7 @@ rule train_ppo:
         mem_mb=lambda wc: mem_mb_for(2 * PPO_POLICY_B[wc.policy] + PPO_RM_B[wc.rm], train=True),
         runtime=30 if DEMO else 24 * 60,
         # one training process per GPU, the RM on one more when > 1 (prbench.downstream.ppo.launch)
-        gpu=lambda wc: 0 if DEMO else PPO_GPUS[(wc.policy, wc.rm)],
+        gpu=lambda wc: PPO_GPUS[(wc.policy, wc.rm)],
     params:
         prompts=canon(PROMPTS),
         policy_path=lambda wc: PPO_POLICY_PATH[wc.policy],
