@@ -10,7 +10,7 @@
 POLICY_EVAL = pick(config["ppo"], ["temperature", "eval_greedy", "eval_max_new_tokens", "eval_questions_per_subset"])
 
 
-rule ppo_base_answers:
+rule base_answers:
     input:
         prompts="results/data/prompts/eval.jsonl",
         policy=policy_model_input,
@@ -34,10 +34,10 @@ rule ppo_base_answers:
         ppo=POLICY_EVAL,
         seed=SEED,
     script:
-        "../workflow_scripts/ppo_base_answers.py"
+        "../workflow_scripts/base_answers.py"
 
 
-rule eval_ppo:
+rule eval_policy:
     input:
         model="results/{method}/{policy}/{rm}/model",
         base="results/ppo/{policy}/base_answers.jsonl",
@@ -68,7 +68,7 @@ rule eval_ppo:
         ppo=POLICY_EVAL,
         seed=SEED,
     script:
-        "../workflow_scripts/eval_ppo.py"
+        "../workflow_scripts/eval_policy.py"
 
 
 rule judged_measures:

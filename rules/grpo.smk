@@ -5,7 +5,7 @@
 #   results/grpo/{policy}/{rm}/checkpoints/        newest resume checkpoint every grpo.save_steps steps (not a
 #                                                  declared output, so Snakemake keeps it when a job fails or
 #                                                  is killed; a rerun resumes from it; removed after success)
-#   results/grpo/{policy}/{rm}/eval_judged.jsonl   rule eval_ppo (method grpo): judged vs the base policy
+#   results/grpo/{policy}/{rm}/eval_judged.jsonl   rule eval_policy (method grpo): judged vs the base policy
 #   results/downstream/grpo.csv                    rule judged_measures: the downstream contract's table
 #   results/tables/grpo.csv                        mean judge score + bootstrap CI, win/tie/loss rates
 # Registered as downstream method `grpo` (prbench.downstream): the analysis finds it from there.
@@ -95,7 +95,7 @@ rule grpo_table:
         bootstrap=GRPO.get("bootstrap", 1000),
         seed=SEED,
     script:
-        "../workflow_scripts/ppo_table.py"
+        "../workflow_scripts/policy_table.py"
 
 
 if GRPO_ENABLED:

@@ -94,7 +94,7 @@ rule ppo_table:
         bootstrap=PPO["bootstrap"],
         seed=SEED,
     script:
-        "../workflow_scripts/ppo_table.py"
+        "../workflow_scripts/policy_table.py"
 
 
 if PPO_ENABLED:

@@ -1,4 +1,4 @@
-"""Rule judged_measures: a trained-policy method's eval_judged.jsonl files (rule eval_ppo)
+"""Rule judged_measures: a trained-policy method's eval_judged.jsonl files (rule eval_policy)
 -> results/downstream/{method}.csv."""
 from prbench.downstream import write_judged_measures
 from prbench.log import setup_logging

@@ -1,10 +1,10 @@
 """Snakemake entry point (rules ppo_table, grpo_table): results/tables/{ppo,grpo}.csv from every
 run's eval_judged.jsonl."""
-from prbench.downstream.evaluation import write_ppo_table
+from prbench.downstream.evaluation import write_policy_table
 from prbench.log import setup_logging
 
 sm = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(sm.log[0])
 runs = {(p, r): path for (p, r), path in zip(sm.params.runs, sm.input.judged)}
-df = write_ppo_table(runs, sm.output[0], n_boot=sm.params.bootstrap, seed=sm.params.seed)
+df = write_policy_table(runs, sm.output[0], n_boot=sm.params.bootstrap, seed=sm.params.seed)
 log.info("%s:\n%s", sm.output[0], df.to_string(index=False))
