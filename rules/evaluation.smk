@@ -5,8 +5,8 @@
 #   results/{method}/{policy}/{rm}/eval_judged.jsonl judged answers, win/tie/loss vs the base policy
 #   results/downstream/{method}.csv                 the downstream contract's measure table (prbench.downstream)
 # Each method's own table (results/tables/{method}.csv) is a rule of its stage file.
-# The evaluation keys of config section ppo, passed as params `ppo`: editing one reruns the evaluation, never
-# a training.
+# The keys of config section ppo the evaluation reads, passed as params `ppo`: editing a ppo.eval_* key
+# reruns the evaluation, not a training.
 POLICY_EVAL = pick(config["ppo"], ["temperature", "eval_greedy", "eval_max_new_tokens", "eval_questions_per_subset"])
 
 
