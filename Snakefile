@@ -29,9 +29,11 @@ include: "rules/data.smk"
 include: "rules/models.smk"
 include: "rules/policy.smk"
 include: "rules/scoring.smk"
+include: "rules/judge.smk"
 include: "rules/bon.smk"
 include: "rules/ppo.smk"
 include: "rules/grpo.smk"
+include: "rules/evaluation.smk"
 include: "rules/analysis.smk"
 
 

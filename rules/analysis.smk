@@ -1,4 +1,4 @@
-# Analysis (issue 6): which benchmark predicts downstream quality? Correlations, figures, report.
+# Analysis: which benchmark predicts downstream quality? Correlations, figures, report.
 #   results/tables/correlations.csv        every coefficient x benchmark score x downstream measure, CI, p
 #   results/tables/correlation_summary.md  per downstream measure: best benchmark, separated from the runner-up?
 #   results/tables/correlation_inputs.csv  the per-RM values that were correlated (with bootstrap CIs)

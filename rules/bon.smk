@@ -1,53 +1,15 @@
-# Best-of-N downstream (issue 4): sample once per policy (sharded), judge every unique sample once
-# (rubric aspects, sharded cache shared with PPO), score the samples with each RM, then exact
-# best-of-k curves (first_k and expected estimators, oracle and random references) and one table.
+# Best-of-N downstream: sample once per policy (sharded), judge every unique sample once (rubric
+# aspects, sharded cache shared with the trained-policy evaluation, rules/judge.smk), score the samples
+# with each RM, then exact best-of-k curves (first_k and expected estimators, oracle and random
+# references) and one table.
 #   results/bon/{policy}/shards/{i}.jsonl   -> samples.jsonl (question_id, subset, sample_idx, answer)
 #   results/bon/{policy}/judged.jsonl       question_id, sample_idx, score, ratings, failures
 #   results/bon/{policy}/rm_scores/{rm}.jsonl
 #   results/bon/{policy}/curves/{rm|_oracle|_random}.csv, results/tables/bon.csv
 #   results/downstream/bon.csv              the downstream contract's measure table (prbench.downstream)
-#   results/bon/judge_calibration.json      (minilm judge) thresholds fitted on the train split
-#   results/bon/judge_validity.json         judge scores chosen above rejected on the test pairs?
-import os
-
-from prbench.data.sources import is_local
-
 BON = config["bon"]
-JUDGE = config["judge"]
 BON_SHARDS = list(range(BON["shards"]))
-# Judge cache: a folder of JSONL shards, one per judging job, named after its output
-# (prbench.judge.shard_name). Each job reads every shard and appends only to its own: one writer per
-# file, no locks (shared cluster filesystems). Not declared outputs: a failed or rerun job keeps
-# what it judged, and no rule depends on another job's shard (a missing shard only costs time).
-BON_JUDGE_CACHE = "results/cache/judge"  # prbench.judge.DEFAULT_CACHE_DIR
-BON_JUDGE_CALIBRATION = "results/bon/judge_calibration.json"  # prbench.judge.DEFAULT_CALIBRATION
-BON_MINILM = JUDGE["backend"] == "minilm"
-BON_PERS = config["data"]["personalized"]
-if BON_MINILM and not (BON_PERS.get("train_split") and is_local(BON_PERS["source"])):
-    raise ValueError(
-        "config key judge.backend: the minilm judge is calibrated on a local train split "
-        "(set data.personalized.train_split and a local data.personalized.source), or use transformers/vllm"
-    )
-BON_PERS_DIR = os.path.normpath(BON_PERS["source"])
-BON_CALIBRATION_FILES = [f"{BON_PERS_DIR}/{s}/{BON_PERS['train_split']}.jsonl" for s in SUBSETS] if BON_MINILM else []
-BON_JUDGE_INPUT = [BON_JUDGE_CALIBRATION] if BON_MINILM else []
-# what loading the judge reads (params_b is a resource hint: resources only)
-BON_JUDGE_CFG = without_resource_keys(dict(JUDGE, **({"calibration": BON_JUDGE_CALIBRATION} if BON_MINILM else {})))
-BON_JUDGE_B = _params_b(JUDGE, 1.0)
 BON_POLICY_SPEC = {p: policy_spec(p) for p in POLICIES}
-BON_POLICY_B = {p: _params_b(config["policies"][p], 0.5) for p in POLICIES}
-# RM spec plus the runtime keys the benchmark scoring stage passes too (lengths, seed, no progress bars)
-BON_RM_SPEC = {
-    r: {
-        "max_length": config["scoring"]["max_length"],
-        "max_tokens_per_batch": config["scoring"]["max_tokens_per_batch"],
-        **rm_spec(r),
-        "seed": SEED,
-        "progress": False,
-    }
-    for r in RMS
-}
-BON_RM_SPEC = canon(BON_RM_SPEC)
 BON_TABLE_INPUTS = {f"rm_{p}_{r}": f"results/bon/{p}/rm_scores/{r}.jsonl" for p in POLICIES for r in RMS}
 BON_TABLE_INPUTS.update({f"samples_{p}": f"results/bon/{p}/samples.jsonl" for p in POLICIES})
 BON_TABLE_INPUTS.update({f"judged_{p}": f"results/bon/{p}/judged.jsonl" for p in POLICIES})
@@ -69,9 +31,9 @@ rule sample_bon:
         "../envs/downstream.yaml"
     threads: threads_for(4)
     resources:
-        mem_mb=lambda wildcards: mem_mb_for(BON_POLICY_B[wildcards.policy]),
+        mem_mb=lambda wildcards: mem_mb_for(POLICY_B[wildcards.policy]),
         runtime=30 if DEMO else 480,
-        gpu=lambda wildcards: gpus_for(BON_POLICY_B[wildcards.policy]),
+        gpu=lambda wildcards: gpus_for(POLICY_B[wildcards.policy]),
     params:
         prompts=canon(PROMPTS),
         policy=lambda wildcards: BON_POLICY_SPEC[wildcards.policy],
@@ -116,67 +78,12 @@ rule merge_samples:
         "../workflow_scripts/merge_samples.py"
 
 
-if BON_MINILM:
-
-    rule calibrate_judge:
-        input:
-            BON_CALIBRATION_FILES,
-        output:
-            BON_JUDGE_CALIBRATION,
-        log:
-            "logs/bon/calibrate_judge.log",
-        benchmark:
-            "job_times/bon/calibrate_judge.tsv"
-        conda:
-            "../envs/downstream.yaml"
-        threads: threads_for(2)
-        resources:
-            mem_mb=CPU_MEM_MB,
-            runtime=30,
-        params:
-            prompts=canon(PROMPTS),
-            judge=without_resource_keys(JUDGE),
-            seed=SEED,
-            max_pairs=600,
-        script:
-            "../workflow_scripts/calibrate_judge.py"
-
-
-rule judge_validity:
-    input:
-        bench="results/data/benchmarks/personalized.jsonl",
-        judge_keys="results/data/judge_keys/personalized.jsonl",
-        calibration=BON_JUDGE_INPUT,
-        judge_model=replica_input(JUDGE["model"]),
-    output:
-        "results/bon/judge_validity.json",
-    log:
-        "logs/bon/judge_validity.log",
-    benchmark:
-        "job_times/bon/judge_validity.tsv"
-    conda:
-        "../envs/downstream.yaml"
-    threads: threads_for(2)
-    resources:
-        mem_mb=mem_mb_for(BON_JUDGE_B),
-        runtime=30 if DEMO else 480,
-        gpu=gpus_for(BON_JUDGE_B),
-    params:
-        prompts=canon(PROMPTS),
-        judge=BON_JUDGE_CFG,
-        seed=SEED,
-        cache=BON_JUDGE_CACHE,
-        bootstrap=JUDGE["validity_bootstrap"],  # judge.validity_bootstrap: this job only
-    script:
-        "../workflow_scripts/judge_validity.py"
-
-
 rule judge_bon:
     input:
         samples="results/bon/{policy}/samples.jsonl",
         prompts="results/data/prompts/eval.jsonl",
         judge_keys="results/data/judge_keys/personalized.jsonl",
-        calibration=BON_JUDGE_INPUT,
+        calibration=JUDGE_INPUT,
         judge_model=replica_input(JUDGE["model"]),
     output:
         "results/bon/{policy}/judged.jsonl",
@@ -188,14 +95,14 @@ rule judge_bon:
         "../envs/downstream.yaml"
     threads: threads_for(2)
     resources:
-        mem_mb=mem_mb_for(BON_JUDGE_B),
+        mem_mb=mem_mb_for(JUDGE_B),
         runtime=30 if DEMO else 720,
-        gpu=gpus_for(BON_JUDGE_B),
+        gpu=gpus_for(JUDGE_B),
     params:
         prompts=canon(PROMPTS),
-        judge=BON_JUDGE_CFG,
+        judge=JUDGE_CFG,
         seed=SEED,
-        cache=BON_JUDGE_CACHE,
+        cache=JUDGE_CACHE,
     script:
         "../workflow_scripts/judge_bon.py"
 
@@ -221,7 +128,7 @@ rule score_bon:
         gpu=rm_gpus,
     params:
         prompts=canon(PROMPTS),
-        spec=lambda wildcards: BON_RM_SPEC[wildcards.rm],
+        spec=lambda wildcards: DOWNSTREAM_RM_SPEC[wildcards.rm],
     script:
         "../workflow_scripts/score_bon.py"
 
@@ -274,4 +181,4 @@ rule bon_measures:
         "../workflow_scripts/bon_measures.py"
 
 
-ALL_TARGETS.extend(["results/tables/bon.csv", "results/bon/judge_validity.json"])
+ALL_TARGETS.append("results/tables/bon.csv")

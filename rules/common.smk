@@ -1,4 +1,6 @@
-# Shared by every stage: config validation, names, input functions and resource scaling.
+# Shared by every stage: config validation, names, input functions, resource scaling and the policies
+# and RMs as the downstream stages load them. The judge's plumbing is in rules/judge.smk. A stage file
+# reads only its own globals and these (tests/test_rules_layout.py).
 import sys
 from pathlib import Path
 
@@ -23,7 +25,7 @@ DEMO = config["demo"]["enabled"]
 # Downstream methods this config runs, in registry order (prbench.downstream): each stage writes
 # its per-question measure table DS.table_path(method); the analysis reads exactly these.
 DOWNSTREAM = DS.enabled(config)
-# Methods that train one policy per RM, evaluated by the shared rule eval_ppo (rules/ppo.smk).
+# Methods that train one policy per RM, evaluated by the shared rule eval_policy (rules/evaluation.smk).
 TRAINED_METHODS = [m for m in DOWNSTREAM if DS.REGISTRY[m].trained_policy]
 
 # Each stage's .smk appends its final products here; `rule all` asks for them.
@@ -164,3 +166,25 @@ def rm_gpus(wildcards):
 
 def rm_mem_mb(wildcards):
     return mem_mb_for(_params_b(rm_entry(wildcards.rm), 0.5))
+
+
+# ---- policies and RMs of the downstream stages (BoN, PPO, GRPO, evaluation) ---------------
+# Per-run settings precomputed as dicts, looked up by the rules' lambdas.
+POLICY_PATH = {p: policy_spec(p)["path"] for p in POLICIES}
+POLICY_TRUST = {p: bool(config["policies"][p]["trust_remote_code"]) for p in POLICIES}
+POLICY_B = {p: _params_b(config["policies"][p], 0.5) for p in POLICIES}
+# Billions of parameters of each RM a training job loads beside the policy (0: the kind has no model on a GPU).
+RM_B = {r: _params_b(rm_entry(r), 0.5) if kind_info(rm_entry(r)["kind"]).uses_gpu else 0.0 for r in RMS}
+# RM spec plus the runtime keys the benchmark scoring stage passes too (lengths, seed, no progress bars)
+DOWNSTREAM_RM_SPEC = canon(
+    {
+        r: {
+            "max_length": config["scoring"]["max_length"],
+            "max_tokens_per_batch": config["scoring"]["max_tokens_per_batch"],
+            **rm_spec(r),
+            "seed": SEED,
+            "progress": False,
+        }
+        for r in RMS
+    }
+)

@@ -1,18 +1,18 @@
-# GRPO downstream (issue 15; a project extension, the paper has no GRPO): one trl GRPOTrainer run per
-# (policy, RM) through the same reward adapter and training prompts as PPO, evaluated like PPO.
+# GRPO downstream (a project extension, the paper has no GRPO): one trl GRPOTrainer run per (policy, RM)
+# through the same reward adapter and training prompts as PPO, evaluated like PPO (rules/evaluation.smk).
 #   results/grpo/{policy}/{rm}/model/              trained policy (HF folder)
 #   results/grpo/{policy}/{rm}/train_log.csv       reward / kl / entropy (+ trl stats) per GRPO step
 #   results/grpo/{policy}/{rm}/checkpoints/        newest resume checkpoint every grpo.save_steps steps (not a
 #                                                  declared output, so Snakemake keeps it when a job fails or
 #                                                  is killed; a rerun resumes from it; removed after success)
-#   results/grpo/{policy}/{rm}/eval_judged.jsonl   rule eval_ppo (method grpo): judged vs the base policy
+#   results/grpo/{policy}/{rm}/eval_judged.jsonl   rule eval_policy (method grpo): judged vs the base policy
 #   results/downstream/grpo.csv                    rule judged_measures: the downstream contract's table
 #   results/tables/grpo.csv                        mean judge score + bootstrap CI, win/tie/loss rates
 # Registered as downstream method `grpo` (prbench.downstream): the analysis finds it from there.
 GRPO = config.get("grpo") or {}
 GRPO_ENABLED = "grpo" in DOWNSTREAM
 # The grpo keys train_grpo reads (prbench.downstream.grpo.train.TRAIN_KEYS); evaluation uses ppo.eval_* (same base answers).
-# save_steps is among them as ppo.save_steps is in PPO_TRAIN (params hold what the job reads): editing it
+# save_steps is among them as ppo.save_steps is among train_ppo's (params hold what the job reads): editing it
 # reruns train_grpo; it is not part of the checkpoint fingerprint, so an interrupted run still resumes.
 GRPO_TRAIN = pick(
     GRPO,
@@ -59,15 +59,15 @@ rule train_grpo:
     threads: threads_for(8)
     resources:
         # host memory: the policy trained (+ its reference copy when beta > 0) and the RM loaded
-        mem_mb=lambda wc: mem_mb_for(2 * PPO_POLICY_B[wc.policy] + PPO_RM_B[wc.rm], train=True),
+        mem_mb=lambda wc: mem_mb_for(2 * POLICY_B[wc.policy] + RM_B[wc.rm], train=True),
         runtime=30 if DEMO else 24 * 60,
         # one training process on one GPU (policy trained, RM in inference); no multi-GPU plan yet
         gpu=0 if DEMO else 1,
     params:
         prompts=canon(PROMPTS),
-        policy_path=lambda wc: PPO_POLICY_PATH[wc.policy],
-        trust_remote_code=lambda wc: PPO_POLICY_TRUST[wc.policy],
-        rm_spec=lambda wc: PPO_RM_SPEC[wc.rm],
+        policy_path=lambda wc: POLICY_PATH[wc.policy],
+        trust_remote_code=lambda wc: POLICY_TRUST[wc.policy],
+        rm_spec=lambda wc: DOWNSTREAM_RM_SPEC[wc.rm],
         grpo=GRPO_TRAIN,
         seed=SEED,
         out_dir=lambda wc: f"results/grpo/{wc.policy}/{wc.rm}",
@@ -95,7 +95,7 @@ rule grpo_table:
         bootstrap=GRPO.get("bootstrap", 1000),
         seed=SEED,
     script:
-        "../workflow_scripts/ppo_table.py"
+        "../workflow_scripts/policy_table.py"
 
 
 if GRPO_ENABLED:

@@ -1,5 +1,5 @@
-# Replica world (issue 11, item 8): tiny local stand-ins for the paper's hub artefacts, built
-# inside the DAG when the config has a `replica:` section (configs/replica.yaml).
+# Replica world: tiny local stand-ins for the paper's hub artefacts, built inside the DAG when the
+# config has a `replica:` section (configs/replica.yaml).
 #   results/replica/models/{replica}/    one HF folder per replica.models entry (prbench.replica.build)
 #   results/replica/data/...             the three benchmarks in their hub schemas (prbench.replica.data)
 # Model-consuming rules depend on these folders through common.smk's replica_input(); the data

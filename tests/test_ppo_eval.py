@@ -8,10 +8,10 @@ from ppo_tiny import make_policy_dir, make_prompt_rows
 
 from prbench.downstream.evaluation import (
     TABLE_COLUMNS,
-    eval_ppo,
-    judge_ppo,
+    eval_policy,
+    judge_policy,
     outcome,
-    ppo_table_rows,
+    policy_table_rows,
     write_base_answers,
 )
 from prbench.downstream.prompt_rows import select_eval_prompts
@@ -48,8 +48,8 @@ def test_eval_same_policy_ties_and_shares_cache(tmp_path):
     base = read_jsonl(tmp_path / "base.jsonl")
     assert [b["question_id"] for b in base] == ["q0", "q1", "q2", "q3"]
     cache = tmp_path / "cache"
-    res = eval_ppo(str(policy), tmp_path / "base.jsonl", tmp_path / "eval.jsonl", tmp_path / "keys.jsonl",
-                   JUDGE, str(cache), tmp_path / "judged.jsonl", PPO, seed=0)
+    res = eval_policy(str(policy), tmp_path / "base.jsonl", tmp_path / "eval.jsonl", tmp_path / "keys.jsonl",
+                      JUDGE, str(cache), tmp_path / "judged.jsonl", PPO, seed=0)
     judged = read_jsonl(tmp_path / "judged.jsonl")
     assert res["n"] == 4 and len(judged) == 4
     for r in judged:
@@ -72,8 +72,8 @@ def test_eval_missing_rubric_is_an_error(tmp_path):
                                            "rubric_aspects": [{"aspect": "a"}], "narrative": ""}])
     write_base_answers(str(policy), tmp_path / "eval.jsonl", tmp_path / "base.jsonl", PPO, seed=0)
     with pytest.raises(ValueError, match="no rubric for 1 evaluation questions"):
-        eval_ppo(str(policy), tmp_path / "base.jsonl", tmp_path / "eval.jsonl", tmp_path / "keys.jsonl",
-                 JUDGE, str(tmp_path / "cache"), tmp_path / "judged.jsonl", PPO, seed=0)
+        eval_policy(str(policy), tmp_path / "base.jsonl", tmp_path / "eval.jsonl", tmp_path / "keys.jsonl",
+                    JUDGE, str(tmp_path / "cache"), tmp_path / "judged.jsonl", PPO, seed=0)
 
 
 def test_table_rates_ci_and_failures(tmp_path):
@@ -83,7 +83,7 @@ def test_table_rates_ci_and_failures(tmp_path):
              "outcome": outcome(s, b)} for i, (s, b) in enumerate(scores)]
     write_jsonl(tmp_path / "a.jsonl", rows)
     write_jsonl(tmp_path / "b.jsonl", rows[:4])
-    df = ppo_table_rows({("pol", "rm_a"): tmp_path / "a.jsonl", ("pol", "rm_b"): tmp_path / "b.jsonl"}, 200, 0)
+    df = policy_table_rows({("pol", "rm_a"): tmp_path / "a.jsonl", ("pol", "rm_b"): tmp_path / "b.jsonl"}, 200, 0)
     assert list(df.columns) == TABLE_COLUMNS
     a = df.set_index("rm").loc["rm_a"]
     assert a["n_questions"] == 6 and a["judge_failures"] == 2
@@ -92,7 +92,7 @@ def test_table_rates_ci_and_failures(tmp_path):
     # 4 comparable questions: 2 wins, 1 tie, 1 loss
     assert (a["win_rate"], a["tie_rate"], a["loss_rate"]) == (0.5, 0.25, 0.25)
     assert a["ci_low"] <= a["mean"] <= a["ci_high"]
-    again = ppo_table_rows({("pol", "rm_a"): tmp_path / "a.jsonl", ("pol", "rm_b"): tmp_path / "b.jsonl"}, 200, 0)
+    again = policy_table_rows({("pol", "rm_a"): tmp_path / "a.jsonl", ("pol", "rm_b"): tmp_path / "b.jsonl"}, 200, 0)
     pd.testing.assert_frame_equal(df, again)  # seeded bootstrap
     assert df.set_index("rm").loc["rm_b", "judge_failures"] == 0
 
@@ -118,14 +118,14 @@ def test_nan_judgement_drops_only_that_answer(tmp_path, caplog):
                {"question_id": "q3", "subset": "A", "answer": "xxxx"}]
     base = [{"question_id": "q0", "answer": "y"}, {"question_id": "q1", "answer": "bad base"},
             {"question_id": "q2", "answer": "yy"}, {"question_id": "q3", "answer": "y"}]
-    rows = judge_ppo(answers, base, aspects, questions, _AnswerJudge(), str(tmp_path / "cache"), "x.jsonl")
+    rows = judge_policy(answers, base, aspects, questions, _AnswerJudge(), str(tmp_path / "cache"), "x.jsonl")
     assert [r["judge_failures"] for r in rows] == [1, 1, 0, 0]
     assert math.isnan(rows[0]["score"]) and rows[0]["base_score"] == 1.0 and math.isnan(rows[0]["outcome"])
     assert rows[1]["score"] == 2.0 and math.isnan(rows[1]["base_score"]) and math.isnan(rows[1]["outcome"])
     assert (rows[2]["outcome"], rows[3]["outcome"]) == (0.0, 0.5)  # 1 < 2 loss; 1 == 1 tie
     write_jsonl(tmp_path / "j.jsonl", rows)
     with caplog.at_level("WARNING", logger="prbench.downstream.evaluation"):
-        t = ppo_table_rows({("pol", "rm"): tmp_path / "j.jsonl"}, 0, 0).iloc[0]
+        t = policy_table_rows({("pol", "rm"): tmp_path / "j.jsonl"}, 0, 0).iloc[0]
     assert t["judge_failures"] == 2 and t["n_questions"] == 4
     assert t["mean"] == pytest.approx((2.0 + 1.0 + 1.0) / 3)  # q0's trained answer left out, the rest kept
     assert t["base_mean"] == pytest.approx((1.0 + 2.0 + 1.0) / 3)  # q1's base answer left out
@@ -136,6 +136,6 @@ def test_nan_judgement_drops_only_that_answer(tmp_path, caplog):
 def test_base_answers_file_missing_a_question_is_named(tmp_path):
     answers = [{"question_id": "q0", "subset": "A", "answer": "x"}, {"question_id": "q1", "subset": "A", "answer": "y"}]
     with pytest.raises(ValueError, match=r"base_answers.jsonl: lacks 1 evaluation questions, e.g. \['q1'\]"):
-        judge_ppo(answers, [{"question_id": "q0", "answer": "b"}], {"q0": ["a"], "q1": ["a"]},
-                  {"q0": "?", "q1": "?"}, _AnswerJudge(), str(tmp_path / "c"), "x.jsonl",
-                  base_source="results/ppo/pol/base_answers.jsonl")
+        judge_policy(answers, [{"question_id": "q0", "answer": "b"}], {"q0": ["a"], "q1": ["a"]},
+                     {"q0": "?", "q1": "?"}, _AnswerJudge(), str(tmp_path / "c"), "x.jsonl",
+                     base_source="results/ppo/pol/base_answers.jsonl")

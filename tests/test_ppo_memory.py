@@ -7,7 +7,15 @@ import sys
 import pytest
 from conftest import REPO
 
-from prbench.downstream.ppo.memory import KNOWN_CONFIGS, ModelShape, model_shape, plan, plan_for_config, refusal
+from prbench.downstream.ppo.memory import (
+    KNOWN_CONFIGS,
+    ModelShape,
+    gpus_per_run,
+    model_shape,
+    plan,
+    plan_for_config,
+    refusal,
+)
 from prbench.validation import load_config
 
 QWEN = ModelShape("Qwen/Qwen2.5-0.5B-Instruct", **KNOWN_CONFIGS["Qwen/Qwen2.5-0.5B-Instruct"], source="known")
@@ -91,6 +99,29 @@ def test_paper_config_fits_on_requested_gpus_and_refuses_one():
     msg = refusal(one)
     for key in ("ppo.gpus", "ppo.per_device_batch_size", "ppo.local_rollout_forward_batch_size",
                 "ppo.gradient_checkpointing", "resources.gpu_mem_gb"):
+        assert key in msg
+
+
+@pytest.mark.parametrize("name,gpus", [("config.yaml", 2), ("configs/replica.yaml", 3), ("configs/demo.yaml", 0)])
+def test_gpus_per_run_plans_every_run(name, gpus):
+    """train_ppo's GPU count (rules/ppo.smk) for every (policy, RM) of the config: the plan's count on the
+    paper and replica configs, 0 in the demo (CPU; its models are built inside the DAG)."""
+    cfg = load_config(REPO / name)
+    got = gpus_per_run(cfg, list(cfg["policies"]), list(cfg["reward_models"]))
+    assert list(got) == [(p, r) for p in cfg["policies"] for r in cfg["reward_models"]]
+    assert set(got.values()) == {gpus}
+    if gpus:
+        assert all(plan_for_config(cfg, p, r).gpus == g for (p, r), g in got.items())
+
+
+def test_gpus_per_run_names_the_run_that_does_not_fit():
+    cfg = load_config(REPO / "config.yaml")
+    cfg["ppo"]["gpus"] = 1
+    with pytest.raises(ValueError) as err:
+        gpus_per_run(cfg, ["qwen25_05b"], ["skywork_v2_llama8b"])
+    msg = str(err.value)
+    assert msg.startswith("train_ppo qwen25_05b/skywork_v2_llama8b: PPO does not fit: peak ")
+    for key in ("ppo.gpus", "ppo.per_device_batch_size", "resources.gpu_mem_gb"):
         assert key in msg
 
 

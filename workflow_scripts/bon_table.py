@@ -1,11 +1,13 @@
 """Rule bon_table: best-of-k curves per (policy, RM) plus oracle/random, and results/tables/bon.csv."""
 from pathlib import Path
 
-from prbench.downstream.bon import bon_table
-from prbench.log import setup_logging
+from prbench.job import start
 
-sm = snakemake  # noqa: F821 (injected by Snakemake)
-setup_logging(sm.log[0])
+start(snakemake)
+
+from prbench.downstream.bon import bon_table
+
+sm = snakemake
 policies = {
     p: {
         "samples": sm.input[f"samples_{p}"],

@@ -1,14 +1,9 @@
 """Rule calibrate_judge: fit the minilm judge's 0/1/2 thresholds on the train split (prbench.judge)."""
+from prbench.job import start
+
+start(snakemake, torch_threads=True)
+
 from prbench.judge import calibrate_judge_files
-from prbench.log import setup_logging
 
-sm = snakemake  # noqa: F821 (injected by Snakemake)
-setup_logging(sm.log[0])
-import torch  # noqa: E402
-
-from prbench.prompts import configure as configure_prompts
-
-configure_prompts(snakemake.params.prompts)
-
-torch.set_num_threads(max(1, sm.threads))
+sm = snakemake
 calibrate_judge_files(list(sm.input), dict(sm.params.judge), sm.params.seed, sm.output[0], sm.params.max_pairs)

@@ -1,9 +1,11 @@
 """Snakemake entry point (rule correlations): benchmark scores vs downstream measures across RMs."""
-from prbench.analysis.correlation import run_correlations
-from prbench.log import setup_logging
+from prbench.job import start
 
-sm = snakemake  # noqa: F821 - injected by Snakemake
-log = setup_logging(sm.log[0])
+log = start(snakemake)
+
+from prbench.analysis.correlation import run_correlations
+
+sm = snakemake
 p = sm.params
 res = run_correlations(
     rms=list(p.rms),

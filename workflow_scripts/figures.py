@@ -1,9 +1,11 @@
 """Snakemake entry point (rules fig_*): one figure, PNG + PDF, chosen by params.figure."""
-from prbench.analysis import figures
-from prbench.log import setup_logging
+from prbench.job import start
 
-sm = snakemake  # noqa: F821 - injected by Snakemake
-log = setup_logging(sm.log[0])
+log = start(snakemake)
+
+from prbench.analysis import figures
+
+sm = snakemake
 p = sm.params
 which = p.figure
 if which == "accuracy":

@@ -1,7 +1,9 @@
 """Rule merge_samples: deterministic merge of the sample shards (prbench.downstream.bon.merge_samples)."""
-from prbench.downstream.bon import merge_samples
-from prbench.log import setup_logging
+from prbench.job import start
 
-sm = snakemake  # noqa: F821 (injected by Snakemake)
-setup_logging(sm.log[0])
+start(snakemake)
+
+from prbench.downstream.bon import merge_samples
+
+sm = snakemake
 merge_samples(list(sm.input), sm.output[0], n=sm.params.n)

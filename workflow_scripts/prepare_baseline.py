@@ -1,7 +1,9 @@
 """Rule prepare_baseline: canonical pairs (and the train split, if any) of one general baseline."""
-from prbench.data.prepare import prepare_baseline
-from prbench.log import setup_logging
+from prbench.job import start
 
-setup_logging(snakemake.log[0])  # noqa: F821
-sm = snakemake  # noqa: F821
+start(snakemake)
+
+from prbench.data.prepare import prepare_baseline
+
+sm = snakemake
 prepare_baseline(sm.wildcards.baseline, dict(sm.params.cfg), dict(sm.output.items()))

@@ -1,9 +1,11 @@
 """Rule replica_data: write the three benchmarks' small replica data in their hub schemas."""
-from prbench.log import setup_logging
+from prbench.job import start
+
+start(snakemake)
+
 from prbench.replica.data import write_data
 
-setup_logging(snakemake.log[0])  # noqa: F821
-sm = snakemake  # noqa: F821
+sm = snakemake
 written = write_data(sm.params.out_dir, seed=sm.params.seed, **dict(sm.params.data))
 missing = sorted(set(sm.output) - {f for files in written.values() for f in files})
 if missing:

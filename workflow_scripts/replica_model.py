@@ -1,11 +1,13 @@
 """Rule replica_model: build one tiny local replica model (config key replica.models.<name>)."""
 import logging
 
-from prbench.log import setup_logging
+from prbench.job import start
+
+start(snakemake)
+
 from prbench.replica.build import build_replica
 
-setup_logging(snakemake.log[0])  # noqa: F821
-sm = snakemake  # noqa: F821
+sm = snakemake
 spec = dict(sm.params.spec)
 builder = spec.pop("builder")
 hub_id = spec.pop("replicates", None)

@@ -1,15 +1,11 @@
 """Rule score_benchmark: accuracy of one RM on one benchmark (prbench.scoring.benchmark.score_benchmark)."""
-import torch
+from prbench.job import start
 
-from prbench.log import setup_logging
-from prbench.prompts import configure as configure_prompts
+start(snakemake, torch_threads=True)
+
 from prbench.scoring.benchmark import score_benchmark
 
-configure_prompts(snakemake.params.prompts)
-
-sm = snakemake  # noqa: F821 (injected by Snakemake)
-setup_logging(sm.log[0])
-torch.set_num_threads(max(1, int(sm.threads)))
+sm = snakemake
 score_benchmark(
     bench_path=sm.input.bench,
     spec=sm.params.spec,

@@ -1,12 +1,11 @@
 """Rule train_demo_policy: train the demo policy from scratch (prbench.training.policy.train_demo_policy)."""
-from prbench.log import setup_logging
-from prbench.prompts import configure as configure_prompts
+from prbench.job import start
+
+start(snakemake)
+
 from prbench.training.policy import train_demo_policy
 
-configure_prompts(snakemake.params.prompts)
-
-sm = snakemake  # noqa: F821 (injected by Snakemake)
-setup_logging(sm.log[0])
+sm = snakemake
 train_demo_policy(
     train_path=sm.input.train,
     out_dir=sm.output[0],

@@ -1,15 +1,14 @@
 """Snakemake entry point: one PPO run (rule train_ppo). Resumes from its last checkpoint."""
 import time
 
-import torch
+from prbench.job import start
+
+log = start(snakemake, torch_threads=True)
 
 from prbench.downstream.ppo.launch import run_ppo_job
 from prbench.io import write_json
-from prbench.log import setup_logging
 
-sm = snakemake  # noqa: F821 - injected by Snakemake
-log = setup_logging(sm.log[0])
-torch.set_num_threads(max(1, sm.threads))
+sm = snakemake
 t0 = time.time()
 # One training process per GPU the job holds; the RM gets the last GPU when there is more than one
 # (prbench.downstream.ppo.launch). 0-1 GPUs: a single process, as before.

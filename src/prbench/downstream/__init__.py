@@ -223,7 +223,7 @@ def read_measures(path: str | Path, method: str | None = None) -> pd.DataFrame:
 
 
 def judged_measures(method: str, runs: Mapping[tuple[str, str], str]) -> pd.DataFrame:
-    """Measures of a trained-policy method from its runs' eval_judged.jsonl (rule eval_ppo):
+    """Measures of a trained-policy method from its runs' eval_judged.jsonl (rule eval_policy):
     judge_score (the trained policy's judge score) and win_rate (1 win / 0.5 tie / 0 loss against
     the base policy's answer; NaN when either answer is unscored), one row each per question."""
     rows = []

@@ -4,9 +4,10 @@ The trained policy and the untrained base policy answer the same evaluation ques
 `ppo.eval_questions_per_subset` of each subset, `policy_prompts.select_eval_prompts`; greedy unless
 `ppo.eval_greedy` is false), the cached judge (`prbench.judge`, as for BoN) scores both answers
 against each question's rubric aspects, and each question's outcome is a win, tie or loss against
-the base policy. `write_ppo_table` summarises one row per (policy, rm): bootstrap mean and CI of
+the base policy. `write_policy_table` summarises one row per (policy, rm): bootstrap mean and CI of
 the judge score, base mean, win/tie/loss rates and the count of unparseable judgements.
-Rules: `ppo_base_answers`, `eval_ppo`, `ppo_table` / `grpo_table` (rules/ppo.smk, rules/grpo.smk).
+Rules: `base_answers`, `eval_policy`, `judged_measures` (rules/evaluation.smk), `ppo_table` / `grpo_table`
+(rules/ppo.smk, rules/grpo.smk).
 """
 from __future__ import annotations
 
@@ -72,9 +73,9 @@ def outcome(score: float, base: float) -> float:
     return 1.0 if score > base else 0.0 if score < base else 0.5
 
 
-def judge_ppo(answers: Sequence[dict], base_answers: Sequence[dict], aspects: dict[str, list[str]],
-              questions: dict[str, str], judge, cache_dir: str, shard: str,
-              base_source: str = "base answers") -> list[dict]:
+def judge_policy(answers: Sequence[dict], base_answers: Sequence[dict], aspects: dict[str, list[str]],
+                 questions: dict[str, str], judge, cache_dir: str, shard: str,
+                 base_source: str = "base answers") -> list[dict]:
     """Judge trained and base answers (same cached judge as BoN; this job writes cache shard
     `shard`) and compare them per question. An unparseable judgement (NaN) leaves that answer
     unscored and its comparison NaN; it is counted in `judge_failures`, the other rows stand."""
@@ -82,7 +83,7 @@ def judge_ppo(answers: Sequence[dict], base_answers: Sequence[dict], aspects: di
     missing = [a["question_id"] for a in answers if a["question_id"] not in base]
     if missing:
         raise ValueError(f"{base_source}: lacks {len(missing)} evaluation questions, e.g. {missing[:3]} "
-                         "(rerun rule ppo_base_answers with the same ppo evaluation settings)")
+                         "(rerun rule base_answers with the same ppo evaluation settings)")
     no_key = [a["question_id"] for a in answers if a["question_id"] not in aspects]
     if no_key:
         raise ValueError(f"judge key has no rubric for {len(no_key)} evaluation questions, e.g. {no_key[:3]}")
@@ -102,19 +103,19 @@ def judge_ppo(answers: Sequence[dict], base_answers: Sequence[dict], aspects: di
     return out
 
 
-def eval_ppo(model_dir: str, base_answers_path: str, eval_prompts: str, judge_keys: str, judge_cfg: dict,
-             cache_dir: str, out_path: str, ppo_cfg: dict, seed: int, trust_remote_code: bool = False,
-             device: str = "auto") -> dict:
+def eval_policy(model_dir: str, base_answers_path: str, eval_prompts: str, judge_keys: str, judge_cfg: dict,
+                cache_dir: str, out_path: str, ppo_cfg: dict, seed: int, trust_remote_code: bool = False,
+                device: str = "auto") -> dict:
     prompts = select_eval_prompts(load_prompt_rows(eval_prompts), ppo_cfg.get("eval_questions_per_subset"))
     answers = policy_answers(model_dir, prompts, ppo_cfg, seed, trust_remote_code, device)
     judge = load_judge(judge_cfg, seed)
-    rows = judge_ppo(answers, read_jsonl(base_answers_path), load_judge_aspects(judge_keys),
-                     {p["question_id"]: p["question"] for p in prompts}, judge, cache_dir, shard_name(out_path),
-                     base_source=str(base_answers_path))
+    rows = judge_policy(answers, read_jsonl(base_answers_path), load_judge_aspects(judge_keys),
+                        {p["question_id"]: p["question"] for p in prompts}, judge, cache_dir, shard_name(out_path),
+                        base_source=str(base_answers_path))
     write_jsonl(out_path, rows)
     fails = sum(r["judge_failures"] for r in rows)
     if fails:
-        log.warning("judge failed on %d of %d PPO/base answers", fails, 2 * len(rows))
+        log.warning("judge failed on %d of %d trained/base answers", fails, 2 * len(rows))
     return {"n": len(rows), "judge_failures": fails}
 
 
@@ -122,7 +123,7 @@ TABLE_COLUMNS = ["policy", "rm", "n_questions", "mean", "ci_low", "ci_high", "ba
                  "win_rate", "tie_rate", "loss_rate", "judge_failures"]
 
 
-def ppo_table_rows(runs: dict[tuple[str, str], str], n_boot: int, seed: int) -> pd.DataFrame:
+def policy_table_rows(runs: dict[tuple[str, str], str], n_boot: int, seed: int) -> pd.DataFrame:
     """One row per (policy, rm) from its eval_judged.jsonl (NaN judge scores excluded, counted)."""
     out = []
     for (policy, rm), path in sorted(runs.items()):
@@ -136,7 +137,7 @@ def ppo_table_rows(runs: dict[tuple[str, str], str], n_boot: int, seed: int) -> 
         mean, lo, hi = bootstrap_ci(scores[ok], n_boot=n_boot, seed=stable_seed(seed, "ppo-table", policy, rm))
         n_cmp = int(oko.sum())
         if not (ok.all() and okb.all()):
-            log.warning("PPO %s/%s: %d trained and %d base answers without a judge score (unparseable): only "
+            log.warning("%s/%s: %d trained and %d base answers without a judge score (unparseable): only "
                         "those answers (and their comparisons) are left out; counted in judge_failures",
                         policy, rm, int((~ok).sum()), int((~okb).sum()))
         out.append({
@@ -150,7 +151,7 @@ def ppo_table_rows(runs: dict[tuple[str, str], str], n_boot: int, seed: int) -> 
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
 
 
-def write_ppo_table(runs: dict[tuple[str, str], str], out_csv: str, n_boot: int, seed: int) -> pd.DataFrame:
-    df = ppo_table_rows(runs, n_boot, seed)
+def write_policy_table(runs: dict[tuple[str, str], str], out_csv: str, n_boot: int, seed: int) -> pd.DataFrame:
+    df = policy_table_rows(runs, n_boot, seed)
     write_csv(out_csv, df)
     return df

@@ -16,7 +16,7 @@ log = logging.getLogger("prbench.rms")
 def spec_with_defaults(spec: dict, kind: str) -> dict:
     """An RM spec with every default filled, so the RM classes read spec[key]: the schema's
     `reward_models.*` entry defaults, and for the runtime keys the rules add beside the entry
-    (rules/common.smk rm_spec, BON_RM_SPEC, PPO_RM_SPEC) the schema's `scoring` defaults of
+    (rules/common.smk rm_spec, DOWNSTREAM_RM_SPEC) the schema's `scoring` defaults of
     max_length / max_tokens_per_batch; a direct caller's spec without a name, seed or progress gets
     the kind's name, seed 0 and progress bars. Idempotent."""
     scoring = entry_with_defaults({}, "scoring")

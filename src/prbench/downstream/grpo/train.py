@@ -17,7 +17,7 @@ trained with trl's maintained `trl.GRPOTrainer`, evaluated exactly like PPO.
   `steps` optimizer steps (null = one pass over the training prompts); `num_iterations` passes
   over each generation batch. Seeded: trl's sampler, the torch generator and the data order all
   derive from `config seed`, so the same run twice gives the same log and weights (CPU).
-- Evaluation: rule `eval_ppo` (method `grpo`): same eval questions and settings (`ppo.eval_*`),
+- Evaluation: rule `eval_policy` (method `grpo`): same eval questions and settings (`ppo.eval_*`),
   base answers, cached judge and win rate against the base policy as PPO.
 
 Checkpoints and resume (`grpo.save_steps`; null = none): HF Trainer's own checkpointing

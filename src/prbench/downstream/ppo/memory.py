@@ -27,7 +27,8 @@ with the rollout scores released as read (`prbench.downstream.ppo.rollout`), cal
 Model shapes come from the model's `config.json` when it is a local folder, else from
 `KNOWN_CONFIGS` (the hub models of config.yaml), else from a generic shape scaled from the config
 entry's `params_b` (marked approximate). The GPU count of `train_ppo` is `ppo.gpus`, or the smallest
-count whose plan fits `resources.gpu_mem_gb`. `check_plan` raises with the config keys to change.
+count whose plan fits `resources.gpu_mem_gb` (`gpus_per_run`, called by rules/ppo.smk). `check_plan`
+raises with the config keys to change.
 """
 from __future__ import annotations
 
@@ -261,6 +262,23 @@ def plan_for_config(config: dict, policy: str, rm: str, gpus: int | None = None,
         raise ValueError("config keys ppo.mini_batch_size / ppo.per_device_batch_size: no GPU count from 1 to "
                          f"{max_gpus} divides the batch")
     return last
+
+
+def gpus_per_run(config: dict, policies, rms) -> dict[tuple[str, str], int]:
+    """GPUs of each train_ppo job, keyed (policy, rm): 0 in the demo (CPU only), else the GPU count of
+    the run's plan (`plan_for_config`: `ppo.gpus`, or the smallest count that fits
+    `resources.gpu_mem_gb`). A plan that does not fit raises ValueError naming the run and the config
+    keys to change, so the workflow stops at parse time."""
+    if config["demo"]["enabled"]:
+        return {(p, r): 0 for p in policies for r in rms}
+    out = {}
+    for p in policies:
+        for r in rms:
+            run_plan = plan_for_config(config, p, r)
+            if not run_plan.fits:
+                raise ValueError(f"train_ppo {p}/{r}: {refusal(run_plan)}")
+            out[(p, r)] = run_plan.gpus
+    return out
 
 
 def format_plan(p: Plan, title: str = "") -> str:

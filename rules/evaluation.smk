@@ -1,0 +1,94 @@
+# Evaluation of the trained policies, shared by every trained-policy method of the registry
+# (TRAINED_METHODS: PPO, GRPO): the same eval questions and settings (config keys ppo.eval_*), the
+# untrained policy's answers and the cached judge (rules/judge.smk).
+#   results/ppo/{policy}/base_answers.jsonl         untrained policy, eval questions (shared by all RMs and methods)
+#   results/{method}/{policy}/{rm}/eval_judged.jsonl judged answers, win/tie/loss vs the base policy
+#   results/downstream/{method}.csv                 the downstream contract's measure table (prbench.downstream)
+# Each method's own table (results/tables/{method}.csv) is a rule of its stage file.
+# The keys of config section ppo the evaluation reads, passed as params `ppo`: editing a ppo.eval_* key
+# reruns the evaluation, not a training.
+POLICY_EVAL = pick(config["ppo"], ["temperature", "eval_greedy", "eval_max_new_tokens", "eval_questions_per_subset"])
+
+
+rule base_answers:
+    input:
+        prompts="results/data/prompts/eval.jsonl",
+        policy=policy_model_input,
+    output:
+        "results/ppo/{policy}/base_answers.jsonl",
+    log:
+        "logs/ppo/{policy}/base_answers.log",
+    benchmark:
+        "job_times/ppo/{policy}/base_answers.tsv"
+    conda:
+        "../envs/downstream.yaml"
+    threads: threads_for(4)
+    resources:
+        mem_mb=lambda wc: mem_mb_for(POLICY_B[wc.policy]),
+        runtime=30 if DEMO else 240,
+        gpu=lambda wc: gpus_for(POLICY_B[wc.policy]),
+    params:
+        prompts=canon(PROMPTS),
+        policy_path=lambda wc: POLICY_PATH[wc.policy],
+        trust_remote_code=lambda wc: POLICY_TRUST[wc.policy],
+        ppo=POLICY_EVAL,
+        seed=SEED,
+    script:
+        "../workflow_scripts/base_answers.py"
+
+
+rule eval_policy:
+    input:
+        model="results/{method}/{policy}/{rm}/model",
+        base="results/ppo/{policy}/base_answers.jsonl",
+        prompts="results/data/prompts/eval.jsonl",
+        judge_keys="results/data/judge_keys/personalized.jsonl",
+        calibration=JUDGE_INPUT,
+        judge_model=replica_input(JUDGE["model"]),
+    output:
+        "results/{method}/{policy}/{rm}/eval_judged.jsonl",
+    log:
+        "logs/{method}/{policy}/{rm}/eval.log",
+    benchmark:
+        "job_times/{method}/{policy}/{rm}/eval.tsv"
+    wildcard_constraints:
+        method="|".join(TRAINED_METHODS) if TRAINED_METHODS else "__none__",
+    conda:
+        "../envs/downstream.yaml"
+    threads: threads_for(4)
+    resources:
+        mem_mb=lambda wc: mem_mb_for(JUDGE_B + POLICY_B[wc.policy]),
+        runtime=30 if DEMO else 12 * 60,
+        gpu=lambda wc: gpus_for(JUDGE_B + POLICY_B[wc.policy]),
+    params:
+        prompts=canon(PROMPTS),
+        trust_remote_code=lambda wc: POLICY_TRUST[wc.policy],
+        judge=JUDGE_CFG,
+        cache=JUDGE_CACHE,
+        ppo=POLICY_EVAL,
+        seed=SEED,
+    script:
+        "../workflow_scripts/eval_policy.py"
+
+
+rule judged_measures:
+    input:
+        judged=expand("results/{{method}}/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=RMS),
+    output:
+        "results/downstream/{method}.csv",
+    log:
+        "logs/{method}/measures.log",
+    benchmark:
+        "job_times/{method}/measures.tsv"
+    wildcard_constraints:
+        method="|".join(TRAINED_METHODS) if TRAINED_METHODS else "__none__",
+    conda:
+        "../envs/downstream.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        runs=[[p, r] for p in POLICIES for r in RMS],
+    script:
+        "../workflow_scripts/judged_measures.py"

@@ -1,0 +1,90 @@
+# The judge, shared by BoN (rule judge_bon) and the trained-policy evaluation (rule eval_policy): its
+# config as the judging jobs load it, the calibration of the minilm judge, the shared cache folder,
+# and the judge's own rules.
+#   results/bon/judge_calibration.json      (minilm judge) thresholds fitted on the train split
+#   results/bon/judge_validity.json         judge scores chosen above rejected on the test pairs?
+import os
+
+from prbench.data.sources import is_local
+
+JUDGE = config["judge"]
+# Judge cache: a folder of JSONL shards, one per judging job, named after its output
+# (prbench.judge.shard_name). Each job reads every shard and appends only to its own: one writer per
+# file, no locks (shared cluster filesystems). Not declared outputs: a failed or rerun job keeps
+# what it judged, and no rule depends on another job's shard (a missing shard only costs time).
+JUDGE_CACHE = "results/cache/judge"  # prbench.judge.DEFAULT_CACHE_DIR
+JUDGE_CALIBRATION = "results/bon/judge_calibration.json"  # prbench.judge.DEFAULT_CALIBRATION
+JUDGE_MINILM = JUDGE["backend"] == "minilm"
+JUDGE_DATA = config["data"]["personalized"]  # the minilm judge is calibrated on its train split
+if JUDGE_MINILM and not (JUDGE_DATA.get("train_split") and is_local(JUDGE_DATA["source"])):
+    raise ValueError(
+        "config key judge.backend: the minilm judge is calibrated on a local train split "
+        "(set data.personalized.train_split and a local data.personalized.source), or use transformers/vllm"
+    )
+JUDGE_DATA_DIR = os.path.normpath(JUDGE_DATA["source"])
+JUDGE_CALIBRATION_FILES = (
+    [f"{JUDGE_DATA_DIR}/{s}/{JUDGE_DATA['train_split']}.jsonl" for s in SUBSETS] if JUDGE_MINILM else []
+)
+# what a judging job's input adds to its own: the calibration the minilm judge loads
+JUDGE_INPUT = [JUDGE_CALIBRATION] if JUDGE_MINILM else []
+# what loading the judge reads (params_b is a resource hint: resources only)
+JUDGE_CFG = without_resource_keys(dict(JUDGE, **({"calibration": JUDGE_CALIBRATION} if JUDGE_MINILM else {})))
+JUDGE_B = _params_b(JUDGE, 1.0)
+
+
+if JUDGE_MINILM:
+
+    rule calibrate_judge:
+        input:
+            JUDGE_CALIBRATION_FILES,
+        output:
+            JUDGE_CALIBRATION,
+        log:
+            "logs/bon/calibrate_judge.log",
+        benchmark:
+            "job_times/bon/calibrate_judge.tsv"
+        conda:
+            "../envs/downstream.yaml"
+        threads: threads_for(2)
+        resources:
+            mem_mb=CPU_MEM_MB,
+            runtime=30,
+        params:
+            prompts=canon(PROMPTS),
+            judge=without_resource_keys(JUDGE),
+            seed=SEED,
+            max_pairs=600,
+        script:
+            "../workflow_scripts/calibrate_judge.py"
+
+
+rule judge_validity:
+    input:
+        bench="results/data/benchmarks/personalized.jsonl",
+        judge_keys="results/data/judge_keys/personalized.jsonl",
+        calibration=JUDGE_INPUT,
+        judge_model=replica_input(JUDGE["model"]),
+    output:
+        "results/bon/judge_validity.json",
+    log:
+        "logs/bon/judge_validity.log",
+    benchmark:
+        "job_times/bon/judge_validity.tsv"
+    conda:
+        "../envs/downstream.yaml"
+    threads: threads_for(2)
+    resources:
+        mem_mb=mem_mb_for(JUDGE_B),
+        runtime=30 if DEMO else 480,
+        gpu=gpus_for(JUDGE_B),
+    params:
+        prompts=canon(PROMPTS),
+        judge=JUDGE_CFG,
+        seed=SEED,
+        cache=JUDGE_CACHE,
+        bootstrap=JUDGE["validity_bootstrap"],  # judge.validity_bootstrap: this job only
+    script:
+        "../workflow_scripts/judge_validity.py"
+
+
+ALL_TARGETS.append("results/bon/judge_validity.json")
