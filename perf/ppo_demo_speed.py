@@ -31,8 +31,8 @@ from prbench.validation import load_config  # noqa: E402
 def stand_in(tmp: Path, cfg: dict, prompts: Path) -> tuple[str, dict, Path]:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from prbench.training.policy import build_model, train_tokenizer
     from prbench.io import read_jsonl
+    from prbench.training.policy import build_model, train_tokenizer
 
     if prompts.exists():  # the demo's real PPO prompts
         rows = read_jsonl(prompts)
