@@ -5,7 +5,6 @@ whose BoN first_k k=1 values are equal across RMs (every RM picks sample 0) and 
 tie at k=2 up to floating-point noise."""
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,6 @@ from scipy import stats
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic_analysis import measure_tables, write_world  # noqa: E402
 
 from prbench.analysis.correlation import run_correlations  # noqa: E402

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 from prbench.downstream.ppo.memory import KNOWN_CONFIGS, ModelShape, model_shape, plan, plan_for_config, refusal
 from prbench.validation import load_config

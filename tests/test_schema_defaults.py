@@ -8,7 +8,7 @@ is a data-record field (RECORD_KEYS, never a config key) or the call site is on 
 import ast
 
 import yaml
-from conftest import REPO
+from helpers import REPO
 
 SRC = REPO / "src" / "prbench"
 SKIP = ("replica/remote_code/",)  # stand-ins for hub modelling code, not pipeline code
