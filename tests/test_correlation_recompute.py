@@ -1,4 +1,4 @@
-"""Done-when check of issue 12: every coefficient in correlations.csv recomputed from
+"""Every coefficient in correlations.csv recomputed from
 correlation_inputs.csv with scipy, sklearn and an independent RBO gives the same value, ties
 included; constant inputs give NaN. Runs the real stage (run_correlations) on synthetic files
 whose BoN first_k k=1 values are equal across RMs (every RM picks sample 0) and where two RMs

@@ -1,4 +1,4 @@
-"""Each job's params hold exactly what it reads, in a key-order-free form (issue 13).
+"""Each job's params hold exactly what it reads, in a key-order-free form.
 
 A scratch working directory records, with `snakemake --touch -F`, the params of every job of the
 demo config (Snakemake's own metadata), and every output is then created. A dry run with only the

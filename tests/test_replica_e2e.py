@@ -1,4 +1,4 @@
-"""The paper DAG on replicas (issue 11, item 8): `snakemake --cores 2 --configfile configs/replica.yaml`
+"""The paper DAG on replicas: `snakemake --cores 2 --configfile configs/replica.yaml`
 from an empty directory builds every replica (models and data) and runs data preparation, scoring of
 all seven RMs of config.yaml, BoN, PPO, correlations and figures offline; every table covers every RM.
 Random weights: the numbers mean nothing, but unparseable generative replies must be counted."""

@@ -1,4 +1,4 @@
-"""The schema is the only source of config defaults (issue 15).
+"""The schema is the only source of config defaults.
 
 Code reads a config section through `prbench.config.with_defaults` / `entry_with_defaults` and then
 `section[key]`; a `.get("key", <default>)` (or `.setdefault`) in src/prbench would be a second copy
