@@ -1,4 +1,4 @@
-"""Done-when check of issue 12: re-applying the authors' rules to the SAVED per-pair scores and BoN
+"""Re-applying the authors' rules to the SAVED per-pair scores and BoN
 files reproduces benchmark_accuracy.csv and the first_k rows of bon.csv exactly (as written),
 ties included. The rules are re-implemented here in plain Python, independently of prbench."""
 import random

@@ -1,10 +1,9 @@
 """Config validation: bad configs stop the run before any job starts, naming the key."""
 import copy
-import subprocess
 
 import pytest
 import yaml
-from conftest import REPO, snakemake_bin
+from helpers import REPO, snakemake
 
 from prbench.config import ConfigError
 from prbench.validation import load_config, validate_config
@@ -96,15 +95,13 @@ def test_bad_config_names_key(mutate, key):
     ],
     ids=["unknown", "k_gt_n", "type"],
 )
+@pytest.mark.dag
 def test_snakemake_stops_before_any_job(tmp_path, mutate, needle):
     cfg = copy.deepcopy(_load("config.yaml"))
     mutate(cfg)
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run(
-        [snakemake_bin(), "-n", "--cores", "1", "--configfile", str(path)],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-    )
+    proc = snakemake("-n", "--cores", "1", "--configfile", path, timeout=120)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert needle in out

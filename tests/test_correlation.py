@@ -1,20 +1,15 @@
 """Correlation stage on synthetic inputs in the exact file formats of the scoring, BoN and PPO stages."""
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import REPO, dry_run
 from scipy import stats
+from synthetic_analysis import measure_tables, write_world
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic_analysis import measure_tables, write_world  # noqa: E402
-
-from prbench.analysis.correlation import TABLE_COLUMNS, collect, correlate, run_correlations  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
+from prbench.analysis.correlation import TABLE_COLUMNS, collect, correlate, run_correlations
 
 
 @pytest.fixture(scope="module")
@@ -202,6 +197,7 @@ def test_run_correlations_writes_outputs_without_ppo(tmp_path, world):
     assert set(pd.read_csv(out / "i.csv")["kind"]) == {"benchmark", "downstream"}
 
 
+@pytest.mark.dag
 def test_rules_dry_run_with_ppo_disabled(tmp_path, world):
     """The analysis rules build a DAG from the demo config with ppo.enabled false and ask for no PPO file."""
     import yaml
@@ -214,12 +210,6 @@ def test_rules_dry_run_with_ppo_disabled(tmp_path, world):
         f'report: "{REPO}/report/workflow.rst"\n'
         f'include: "{REPO}/rules/common.smk"\ninclude: "{REPO}/rules/analysis.smk"\n'
         "rule all:\n    input: ALL_TARGETS\n    default_target: True\n")
-    snakemake = Path(sys.executable).parent / "snakemake"
-    proc = subprocess.run(
-        [str(snakemake), "-n", "--cores", "1", "-s", str(tmp_path / "Snakefile"), "--configfile",
-         str(tmp_path / "cfg.yaml"), "-d", str(world["root"])],
-        capture_output=True, text=True, timeout=300)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
+    out = dry_run(snakefile=tmp_path / "Snakefile", configfile=tmp_path / "cfg.yaml", workdir=world["root"]).out
     assert "rule correlations" in out and "fig_training" not in out
     assert "eval_judged" not in out

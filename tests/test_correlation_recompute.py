@@ -1,11 +1,10 @@
-"""Done-when check of issue 12: every coefficient in correlations.csv recomputed from
+"""Every coefficient in correlations.csv recomputed from
 correlation_inputs.csv with scipy, sklearn and an independent RBO gives the same value, ties
 included; constant inputs give NaN. Runs the real stage (run_correlations) on synthetic files
 whose BoN first_k k=1 values are equal across RMs (every RM picks sample 0) and where two RMs
 tie at k=2 up to floating-point noise."""
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,6 @@ from scipy import stats
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic_analysis import measure_tables, write_world  # noqa: E402
 
 from prbench.analysis.correlation import run_correlations  # noqa: E402

@@ -7,11 +7,11 @@
 import math
 import re
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from helpers import REPO
 
 from prbench.data import demo_vocab as vocab
 from prbench.data import demo_world as dw
@@ -19,7 +19,6 @@ from prbench.data.retrieval import bow_embed, rank_profiles
 from prbench.io import read_jsonl
 from prbench.validation import validate_config
 
-REPO = Path(__file__).resolve().parents[1]
 HUB_KEYS = {"id", "question", "profile", "rubric_aspects", "narrative", "category", "chosen", "rejected"}
 RB_KEYS = {"id", "prompt", "chosen", "chosen_model", "rejected", "rejected_model", "subset"}
 STOP = {"the", "a", "and", "of", "to", "for", "is", "it", "on", "i", "my", "you", "your", "so", "in", "with", "that",

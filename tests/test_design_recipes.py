@@ -3,7 +3,7 @@ import importlib
 import re
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 SECTION = REPO / "docs" / "DESIGN.md"
 

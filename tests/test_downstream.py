@@ -6,14 +6,14 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 
 from prbench.data.checks import DataError
 from prbench.data.prepare import prepare_personalized
 from prbench.data.retrieval import bow_embed
 from prbench.io import read_json, read_jsonl
 
-ROOT = Path(__file__).resolve().parent.parent
-FIX = ROOT / "tests" / "fixtures" / "personalized"
+FIX = REPO / "tests" / "fixtures" / "personalized"
 RETR = {"model": "bow", "pooling": "mean", "top_k": 2}
 SUB = "Art_and_Entertainment"
 
@@ -93,7 +93,7 @@ def test_no_test_question_reaches_ppo_training(tmp_path):
     from prbench.data.demo_world import generate
     from prbench.validation import load_config
 
-    cfg = load_config(str(ROOT / "configs" / "test.yaml"))
+    cfg = load_config(str(REPO / "configs" / "test.yaml"))
     ds = cfg["data"]["personalized"]["downstream"]
     assert ds["source"] == cfg["data"]["personalized"]["source"] and ds["train_split"] == "train"
     raw = tmp_path / "raw"
@@ -113,7 +113,7 @@ def test_no_test_question_reaches_ppo_training(tmp_path):
 
     assert not asked(train) & asked(held)
     # and the PPO training rule reads that file, evaluation rules the eval file
-    smk = (ROOT / "rules" / "ppo.smk").read_text()
+    smk = (REPO / "rules" / "ppo.smk").read_text()
     train_rule = smk[smk.index("rule train_ppo:"):]
     train_rule = train_rule[:train_rule.index("\nrule ") if "\nrule " in train_rule else None]
     assert re.search(r'prompts="results/data/prompts/train.jsonl"', train_rule)

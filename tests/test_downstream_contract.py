@@ -1,22 +1,16 @@
 """The downstream contract (prbench.downstream): a method registered here and writing its measure
 table reaches the correlation table, the summary, the figures and the analysis rules' inputs with
 no edit to the analysis modules. The toy method is registered by the tests only."""
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import REPO, dry_run, snakemake_env
+from synthetic_analysis import write_world
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic_analysis import write_world  # noqa: E402
+from prbench import downstream
+from prbench.analysis import figures
+from prbench.analysis.correlation import run_correlations
 
-from prbench import downstream  # noqa: E402
-from prbench.analysis import figures  # noqa: E402
-from prbench.analysis.correlation import run_correlations  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
 TOY = downstream.Method("toy", "Toy", 50, enabled=lambda cfg: True, unscored="toy answers")
 
 
@@ -116,9 +110,11 @@ def test_bad_measure_tables_name_file_and_column(tmp_path):
         downstream.write_measures(tmp_path / "e.csv", [])
 
 
+@pytest.mark.dag
 def test_analysis_rules_take_a_registered_method_from_the_registry(tmp_path, world):
-    """DAG level: a Snakefile that registers the toy method and includes one toy stage rule; the
-    unchanged analysis rules then ask for results/downstream/toy.csv and run the toy stage."""
+    """DAG level: a Snakefile that registers the toy method (this module, imported from tests/) and
+    includes one toy stage rule; the unchanged analysis rules then ask for results/downstream/toy.csv
+    and run the toy stage."""
     import yaml
 
     cfg = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
@@ -127,19 +123,13 @@ def test_analysis_rules_take_a_registered_method_from_the_registry(tmp_path, wor
     cfgfile = tmp_path / "cfg.yaml"
     cfgfile.write_text(yaml.safe_dump(cfg))
     (tmp_path / "Snakefile").write_text(
-        f'import sys\nsys.path.insert(0, "{REPO / "src"}")\nsys.path.insert(0, "{REPO / "tests"}")\n'
         "from prbench import downstream\nfrom test_downstream_contract import TOY\ndownstream.register(TOY)\n"
         f'report: "{REPO}/report/workflow.rst"\n'
         f'include: "{REPO}/rules/common.smk"\n'
         'rule toy_measures:\n    output: "results/downstream/toy.csv"\n    shell: "touch {output}"\n'
         f'include: "{REPO}/rules/analysis.smk"\n'
         "rule all:\n    input: ALL_TARGETS\n    default_target: True\n")
-    snakemake = Path(sys.executable).parent / "snakemake"
-    proc = subprocess.run(
-        [str(snakemake), "-n", "--cores", "1", "-s", str(tmp_path / "Snakefile"), "--configfile", str(cfgfile),
-         "-d", str(world["root"])],
-        capture_output=True, text=True, timeout=300)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-3000:]
+    out = dry_run(snakefile=tmp_path / "Snakefile", configfile=cfgfile, workdir=world["root"],
+                  env=snakemake_env(REPO / "tests", OMP_NUM_THREADS="1")).out
     assert "rule toy_measures" in out and "rule correlations" in out
     assert "results/downstream/toy.csv" in out

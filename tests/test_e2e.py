@@ -7,27 +7,21 @@ figures, report) at toy sizes in a scratch directory, then checks that
 - a second run from scratch gives byte-identical tables (seeds everywhere).
 """
 import filecmp
-import os
-import subprocess
 
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, snakemake_bin
+from helpers import REPO, SNAKEFILE, snakemake, snakemake_env
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.dag]
 
 CONFIG = REPO / "configs" / "test.yaml"
 TABLES = ["benchmark_accuracy.csv", "bon.csv", "ppo.csv", "grpo.csv", "correlations.csv"]
 
 
 def _run(workdir, *extra, timeout=1800):
-    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONHASHSEED="0")
-    proc = subprocess.run(
-        [snakemake_bin(), "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-         "--configfile", str(CONFIG), "--cores", "2", *extra],
-        capture_output=True, text=True, timeout=timeout, env=env,
-    )
+    proc = snakemake("--snakefile", SNAKEFILE, "--directory", workdir, "--configfile", CONFIG, "--cores", "2", *extra,
+                     env=snakemake_env(HF_HUB_OFFLINE="1", PYTHONHASHSEED="0"), timeout=timeout)
     return proc.returncode, proc.stdout + proc.stderr
 
 

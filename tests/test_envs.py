@@ -6,12 +6,12 @@ from pathlib import Path
 import pytest
 import tomllib
 import yaml
+from helpers import REPO
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
-ROOT = Path(__file__).resolve().parents[1]
-ENV_DIR = ROOT / "envs"
+ENV_DIR = REPO / "envs"
 
 # Which packages each rule group's environment must provide (beyond python/pip).
 REQUIRED = {
@@ -28,7 +28,7 @@ OPTIONAL_OK = {"vllm"}
 
 
 def pyproject():
-    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return tomllib.loads((REPO / "pyproject.toml").read_text())
 
 
 def core_requirements():

@@ -1,15 +1,12 @@
 """Figures: every plot writes a PNG and a PDF from inputs in the other stages' file formats."""
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from synthetic_analysis import write_world
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic_analysis import write_world  # noqa: E402
-
-from prbench.analysis import figures  # noqa: E402
-from prbench.analysis.correlation import run_correlations  # noqa: E402
+from prbench.analysis import figures
+from prbench.analysis.correlation import run_correlations
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -1,30 +1,17 @@
 """The demo and test configs run GRPO for every RM, through the shared PPO evaluation, into the
 downstream contract's table and the analysis; with grpo.enabled false no GRPO job exists."""
-import os
-import re
-import subprocess
-
 import pytest
 import yaml
-from conftest import REPO, snakemake_bin
+from helpers import REPO, dry_run
+
+pytestmark = pytest.mark.dag
 
 
 def _jobs(workdir, cfg: dict) -> list[tuple[str, dict, str]]:
     path = workdir / "cfg.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    cmd = [snakemake_bin(), "-n", "--cores", "1", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-           "--configfile", str(path)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=dict(os.environ, OMP_NUM_THREADS="1"))
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-4000:]
-    jobs = []
-    for block in re.split(r"\n(?=(?:local)?rule \w+:)", out):
-        m = re.match(r"(?:local)?rule (\w+):", block.strip())
-        if m:
-            wc = re.search(r"wildcards: (.*)", block)
-            wildcards = dict(kv.split("=", 1) for kv in wc.group(1).split(", ")) if wc else {}
-            jobs.append((m.group(1), wildcards, block))
-    return jobs
+    run = dry_run(workdir=workdir, configfile=path, timeout=240)
+    return [(job.rule, job.wildcards, job.text) for job in run.jobs]
 
 
 @pytest.mark.parametrize("name", ["demo", "test"])

@@ -4,7 +4,7 @@ The graph is read with `ast` (tests/import_graph.py), so a function-level import
 cycle at run time still counts as an edge here."""
 from pathlib import Path
 
-from conftest import REPO
+from helpers import REPO
 from import_graph import cycles, import_graph
 
 SRC = REPO / "src"

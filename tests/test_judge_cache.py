@@ -1,4 +1,4 @@
-"""The sharded judge cache (issue 13): concurrent jobs, one writer per shard, nothing lost, the
+"""The sharded judge cache: concurrent jobs, one writer per shard, nothing lost, the
 same results as a serial run; shards cut by a killed job are skipped or repaired, with a warning."""
 import json
 import logging

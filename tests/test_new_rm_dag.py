@@ -8,14 +8,14 @@ DAG to this stage, so the test does not depend on how the
 other stages' files are produced.
 """
 import os
-import re
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, snakemake_bin
+from helpers import REPO, dry_run
+
+pytestmark = pytest.mark.dag
 
 STAGE_RULES = ["train_demo_rm", "score_benchmark", "accuracy_table"]
 
@@ -42,24 +42,9 @@ def _dry_run(workdir: Path, configfile: Path) -> list[tuple[str, dict]]:
     # No .snakemake metadata exists in the scratch folder, so the provenance triggers that need it
     # (code, software-env) are left out and the stage's targets are named explicitly.
     cfg = yaml.safe_load(configfile.read_text())
-    cmd = [snakemake_bin(), "-n", "--cores", "1", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-           "--allowed-rules", *STAGE_RULES, "--rerun-triggers", "mtime", "params", "input",
-           "--configfile", str(configfile), "--", *_targets(cfg)]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-4000:]
-    jobs = []
-    for block in re.split(r"\n(?=(?:local)?rule \w+:)", out):
-        m = re.match(r"(?:local)?rule (\w+):", block.strip())
-        if not m:
-            continue
-        wc = re.search(r"wildcards: (.*)", block)
-        wildcards = dict(kv.split("=", 1) for kv in wc.group(1).split(", ")) if wc else {}
-        jobs.append((m.group(1), wildcards))
-    if "Nothing to be done" in out:
-        assert not jobs
-    return jobs
+    run = dry_run("--allowed-rules", *STAGE_RULES, "--rerun-triggers", "mtime", "params", "input",
+                  targets=_targets(cfg), workdir=workdir, configfile=configfile, timeout=240)
+    return [(job.rule, job.wildcards) for job in run.jobs]
 
 
 @pytest.fixture(scope="module")

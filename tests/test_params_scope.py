@@ -1,4 +1,4 @@
-"""Each job's params hold exactly what it reads, in a key-order-free form (issue 13).
+"""Each job's params hold exactly what it reads, in a key-order-free form.
 
 A scratch working directory records, with `snakemake --touch -F`, the params of every job of the
 demo config (Snakemake's own metadata), and every output is then created. A dry run with only the
@@ -11,23 +11,21 @@ rerun nothing.
 import base64
 import copy
 import os
-import re
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, snakemake_bin
+from helpers import REPO, SNAKEFILE, dry_run, snakemake, snakemake_env
+
+pytestmark = pytest.mark.dag
 
 
-def _snakemake(workdir: Path, configfile: Path, *extra: str) -> str:
-    cmd = [snakemake_bin(), "--cores", "1", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-           "--configfile", str(configfile), *extra]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+def _touch_all(workdir: Path, configfile: Path) -> None:
+    """`snakemake --touch -F`: every job of the config recorded (params), no job run."""
+    proc = snakemake("--cores", "1", "-s", SNAKEFILE, "-d", workdir, "--configfile", configfile, "--touch", "-F", "-q",
+                     env=snakemake_env(OMP_NUM_THREADS="1"), timeout=240)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
-    return out
 
 
 def _recorded_outputs(workdir: Path) -> list[str]:
@@ -40,18 +38,12 @@ def _recorded_outputs(workdir: Path) -> list[str]:
     return out
 
 
-def _jobs(out: str) -> set[str]:
-    if "Nothing to be done" in out:
-        return set()
-    return set(re.findall(r"^(?:local)?rule (\w+):", out, flags=re.M)) - {"all"}
-
-
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
     """The demo config's DAG, every job recorded (params) and every output present."""
     wd = tmp_path_factory.mktemp("params_scope")
     cfg = REPO / "configs" / "demo.yaml"
-    _snakemake(wd, cfg, "--touch", "-F", "-q")
+    _touch_all(wd, cfg)
     outputs = _recorded_outputs(wd)
     assert len(outputs) > 50, outputs
     for rel in outputs:
@@ -61,14 +53,15 @@ def scratch(tmp_path_factory):
             p.touch()
         else:  # directory() outputs (model folders) have no suffix
             p.mkdir(parents=True, exist_ok=True)
-    _snakemake(wd, cfg, "--touch", "-F", "-q")  # again, now that the files exist: fresh input records
+    _touch_all(wd, cfg)  # again, now that the files exist: fresh input records
     return wd
 
 
 def _dry_run(wd: Path, cfg: dict, tmp_path: Path, name: str) -> set[str]:
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    return _jobs(_snakemake(wd, path, "-n", "--rerun-triggers", "params"))
+    run = dry_run("--rerun-triggers", "params", workdir=wd, configfile=path, timeout=240)
+    return run.rules - {"all"}
 
 
 def _reverse_keys(x):

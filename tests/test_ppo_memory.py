@@ -1,11 +1,11 @@
-"""PPO memory plan (issue 13): the paper config fits on the GPUs train_ppo requests, and one GPU is
+"""PPO memory plan: the paper config fits on the GPUs train_ppo requests, and one GPU is
 refused with a message naming the config keys."""
 import re
 import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 from prbench.downstream.ppo.memory import (
     KNOWN_CONFIGS,
@@ -21,7 +21,7 @@ from prbench.validation import load_config
 QWEN = ModelShape("Qwen/Qwen2.5-0.5B-Instruct", **KNOWN_CONFIGS["Qwen/Qwen2.5-0.5B-Instruct"], source="known")
 
 
-def test_rollout_logits_match_the_issue_arithmetic():
+def test_rollout_logits_match_the_hand_computed_sizes():
     # one process, batch 128, response 512, vocab 151936: 39.8 GB of float32 scores (one copy: released as read)
     p = plan(QWEN, None, dict(batch_size=128, mini_batch_size=16, response_length=512, max_prompt_tokens=2000,
                               local_rollout_forward_batch_size=64), 1, 80)

@@ -1,6 +1,6 @@
 """PPO with 2 training processes on CPU (torchrun, gloo): trains, checkpoints, is killed (SIGKILL
 to the whole process group), resumes, and ends with the same policy and log as an uninterrupted
-2-process run (issue 13). The same launcher runs one process per GPU on a cluster node."""
+2-process run. The same launcher runs one process per GPU on a cluster node."""
 import os
 import signal
 import subprocess

@@ -4,19 +4,16 @@ and turn GPU resources into the right sbatch flags."""
 import dataclasses
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
+from helpers import REPO, snakemake, snakemake_bin
 
-ROOT = Path(__file__).resolve().parents[1]
-SLURM = ROOT / "profiles" / "slurm" / "config.yaml"
-LOCAL = ROOT / "profiles" / "local" / "config.yaml"
-SMOKE = ROOT / "tests" / "slurm" / "smoke" / "Snakefile"
-SNAKEMAKE = Path(sys.executable).parent / "snakemake"
+SLURM = REPO / "profiles" / "slurm" / "config.yaml"
+LOCAL = REPO / "profiles" / "local" / "config.yaml"
+SMOKE = REPO / "tests" / "slurm" / "smoke" / "Snakefile"
 
 
 def load(path):
@@ -109,16 +106,14 @@ def test_gpu_resources_become_sbatch_flags():
 
 
 @pytest.mark.parametrize("profile", ["slurm", "local"])
+@pytest.mark.dag
 def test_profile_dry_run(tmp_path, profile):
     """Snakemake itself loads the profile and plans a small workflow with it (no cluster needed)."""
     if profile == "slurm":
         pytest.importorskip("snakemake_executor_plugin_slurm")
-    assert SNAKEMAKE.exists(), SNAKEMAKE
+    assert Path(snakemake_bin()).exists(), snakemake_bin()
     shutil.copy(SMOKE, tmp_path / "Snakefile")
-    proc = subprocess.run(
-        [str(SNAKEMAKE), "-n", "--profile", str(ROOT / "profiles" / profile)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
-    )
+    proc = snakemake("-n", "--profile", REPO / "profiles" / profile, cwd=tmp_path, timeout=120)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert re.search(r"part\s+3", out), out[-2000:]

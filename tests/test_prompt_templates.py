@@ -1,12 +1,10 @@
 """Prompt templates as files (prbench.prompts): bundled sets, the post format, folders written
 in the authors' placeholder style, and errors naming the config key."""
-from pathlib import Path
-
 import pytest
+from helpers import REPO
 
 from prbench import prompts as P
 
-ROOT = Path(__file__).resolve().parent.parent
 POSTS = ["Loved the noir retrospective.", "Baked rye bread."]
 CATS = ["Art_and_Entertainment", "Lifestyle_and_Personal_Development"]
 
@@ -108,11 +106,11 @@ def test_bad_template_config_names_the_key(tmp_path):
 def test_config_schema_accepts_prompt_keys_and_fills_defaults():
     from prbench.validation import load_config
 
-    cfg = load_config(str(ROOT / "config.yaml"))
+    cfg = load_config(str(REPO / "config.yaml"))
     assert cfg["prompts"]["templates"] == "default"
     assert cfg["prompts"]["post_format"] == P.AUTHORS_POST_FORMAT
     P.load_templates(cfg["prompts"])  # the paper config's set loads
-    demo = load_config(str(ROOT / "configs/demo.yaml"))
+    demo = load_config(str(REPO / "configs/demo.yaml"))
     assert P.load_templates(demo["prompts"]).get("policy_system") is None
 
 

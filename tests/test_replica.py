@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 import yaml
-from conftest import REPO
+from helpers import REPO, SNAKEFILE, dry_run, snakemake
 
 from prbench.replica import data as rdata
 from prbench.replica.build import (
@@ -182,23 +182,16 @@ def test_replica_config_mirrors_paper_config():
     assert sorted(set(rdata.data_files("results/replica/data"))) == ["personalized", "rewardbench", "rmbench"]
 
 
+@pytest.mark.dag
 def test_replica_rules_lint_clean_and_dry_run(tmp_path):
     """rules/replica.smk is included only with a `replica:` section: lint it with configs/replica.yaml,
     and check that a dry run builds every replica and feeds them to the model-consuming jobs."""
-    import subprocess
-
-    from conftest import snakemake_bin
-
-    def smk(*args):
-        proc = subprocess.run([snakemake_bin(), "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
-                               "--configfile", str(CONFIG), *args], capture_output=True, text=True, timeout=300)
-        return proc.returncode, proc.stdout + proc.stderr
-
-    rc, out = smk("--lint")
-    assert rc == 0, out
+    proc = snakemake("--snakefile", SNAKEFILE, "--directory", tmp_path, "--configfile", CONFIG, "--lint")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
     assert "Lints for" not in out, out
-    rc, out = smk("-n", "--cores", "2", "results/data/reports/personalized.json",
-                  "results/bon/qwen25_05b/rm_scores/internlm2_7b_reward.jsonl")
-    assert rc == 0, out[-4000:]
+    out = dry_run(workdir=tmp_path, configfile=CONFIG, cores=2,
+                  targets=["results/data/reports/personalized.json",
+                           "results/bon/qwen25_05b/rm_scores/internlm2_7b_reward.jsonl"]).out
     assert out.count("rule replica_model:") == 3, out  # retriever, policy, internlm2 RM
     assert "rule replica_data:" in out

@@ -1,17 +1,15 @@
-"""The paper DAG on replicas (issue 11, item 8): `snakemake --cores 2 --configfile configs/replica.yaml`
+"""The paper DAG on replicas: `snakemake --cores 2 --configfile configs/replica.yaml`
 from an empty directory builds every replica (models and data) and runs data preparation, scoring of
 all seven RMs of config.yaml, BoN, PPO, correlations and figures offline; every table covers every RM.
 Random weights: the numbers mean nothing, but unparseable generative replies must be counted."""
-import os
-import subprocess
 import time
 
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, snakemake_bin
+from helpers import REPO, SNAKEFILE, snakemake, snakemake_env
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.dag]
 
 CONFIG = REPO / "configs" / "replica.yaml"
 
@@ -19,13 +17,9 @@ CONFIG = REPO / "configs" / "replica.yaml"
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("replica")
-    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONHASHSEED="0")
     start = time.monotonic()
-    proc = subprocess.run(
-        [snakemake_bin(), "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-         "--configfile", str(CONFIG), "--cores", "2"],
-        capture_output=True, text=True, timeout=2400, env=env,
-    )
+    proc = snakemake("--snakefile", SNAKEFILE, "--directory", workdir, "--configfile", CONFIG, "--cores", "2",
+                     env=snakemake_env(HF_HUB_OFFLINE="1", PYTHONHASHSEED="0"), timeout=2400)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-8000:]
     print(f"replica DAG: {time.monotonic() - start:.0f} s")

@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from helpers import REPO
 
 from prbench import prompts
 from prbench.prompts import ScoreRequest
@@ -21,7 +21,6 @@ from prbench.replica.rms import build_armorm_replica, build_internlm2_reward_rep
 from prbench.rms import load_reward_model
 from prbench.rms.adapters import choose_adapter
 
-REPO = Path(__file__).resolve().parents[1]
 POSTS = ("I spent the weekend on compost and tomatoes again.", "Guitar chords after work help me relax.",
          "My telescope shows the nebula on clear nights.")
 

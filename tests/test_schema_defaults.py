@@ -1,4 +1,4 @@
-"""The schema is the only source of config defaults (issue 15).
+"""The schema is the only source of config defaults.
 
 Code reads a config section through `prbench.config.with_defaults` / `entry_with_defaults` and then
 `section[key]`; a `.get("key", <default>)` (or `.setdefault`) in src/prbench would be a second copy
@@ -8,7 +8,7 @@ is a data-record field (RECORD_KEYS, never a config key) or the call site is on 
 import ast
 
 import yaml
-from conftest import REPO
+from helpers import REPO
 
 SRC = REPO / "src" / "prbench"
 SKIP = ("replica/remote_code/",)  # stand-ins for hub modelling code, not pipeline code

@@ -1,13 +1,10 @@
 """The DAG itself: lint-clean, parses offline on the paper config, lists the expected jobs."""
 import re
-import subprocess
 
-from conftest import REPO, snakemake_bin
+import pytest
+from helpers import REPO, dry_run, snakemake
 
-
-def _smk(*args, timeout=300):
-    proc = subprocess.run([snakemake_bin(), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout)
-    return proc.returncode, proc.stdout + proc.stderr
+pytestmark = pytest.mark.dag
 
 
 def _job_counts(out: str) -> dict:
@@ -27,8 +24,9 @@ def _job_counts(out: str) -> dict:
 
 
 def test_lint_clean():
-    rc, out = _smk("--lint", "--profile", "profiles/demo")
-    assert rc == 0, out
+    proc = snakemake("--lint", "--profile", "profiles/demo")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
     assert "Lints for rule" not in out and "Lints for snakefile" not in out, out
 
 
@@ -40,9 +38,7 @@ def test_paper_config_dry_run_offline():
     n_rm = len(cfg["reward_models"])
     n_bench = 1 + len(cfg["data"]["baselines"])
     n_pol = len(cfg["policies"])
-    rc, out = _smk("-n", "--cores", "4", "--forceall")
-    assert rc == 0, out
-    counts = _job_counts(out)
+    counts = _job_counts(dry_run("--forceall", cores=4).out)
     assert counts.get("score_benchmark") == n_rm * n_bench
     assert counts.get("score_bon") == n_rm * n_pol
     assert counts.get("train_ppo") == n_rm * n_pol
@@ -52,9 +48,7 @@ def test_paper_config_dry_run_offline():
 
 
 def test_demo_dry_run_trains_its_own_models():
-    rc, out = _smk("-n", "--cores", "2", "--profile", "profiles/demo", "--forceall")
-    assert rc == 0, out
-    counts = _job_counts(out)
+    counts = _job_counts(dry_run("--profile", "profiles/demo", "--forceall", cores=2).out)
     assert counts.get("demo_world") == 1
     assert counts.get("train_demo_policy") == 1
     # one training job per RM entry with a `train:` block
