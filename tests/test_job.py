@@ -5,7 +5,7 @@ import logging
 from types import SimpleNamespace
 
 import torch
-from conftest import REPO
+from helpers import REPO
 from snakemake.iocontainers import Params
 
 from prbench.job import start

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 
 def layout_paths(readme: str) -> list[str]:

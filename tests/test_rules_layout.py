@@ -17,7 +17,7 @@ import snakemake.api  # noqa: F401 (snakemake.workflow needs it imported first)
 import snakemake.ioflags
 import snakemake.ioutils
 import snakemake.workflow
-from conftest import REPO
+from helpers import REPO
 from snakemake.parser import parse
 from snakemake.sourcecache import LocalSourceFile
 
