@@ -1,7 +1,7 @@
 """Evaluation of a trained policy (PPO, GRPO: every trained-policy method) and its table.
 
 The trained policy and the untrained base policy answer the same evaluation questions (the first
-`ppo.eval_questions_per_subset` of each subset, `policy_prompts.select_eval_prompts`; greedy unless
+`ppo.eval_questions_per_subset` of each subset, `prompt_rows.select_eval_prompts`; greedy unless
 `ppo.eval_greedy` is false), the cached judge (`prbench.judge`, as for BoN) scores both answers
 against each question's rubric aspects, and each question's outcome is a win, tie or loss against
 the base policy. `write_policy_table` summarises one row per (policy, rm): bootstrap mean and CI of

@@ -433,7 +433,7 @@ def train_ppo(
     if resumed_from is None or resumed_from < settings["total_steps"]:
         log.info("PPO %s: %d steps x %d rollouts (%d prompts), response_length %d", run_name,
                  settings["total_steps"], settings["batch_size"], len(rows), settings["response_length"])
-        with releasing_rollout_scores():  # one copy of the rollout scores, released as read (ppo_rollout)
+        with releasing_rollout_scores():  # one copy of the rollout scores, released as read (ppo.rollout)
             trainer.train()
     failures, scored = _all_sum([run.adapter.total.failures, run.adapter.total.scored])
     _write_outputs(run, tok, Path(model_out), log_csv)
