@@ -10,9 +10,10 @@ Adding a baseline kind = a loader module beside this file, its official-score co
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Callable
+
+from ..registry import load_ref
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,7 @@ def has_official(kind: str | None) -> bool:
 
 
 def resolve(ref: str) -> Callable:
-    module, attr = ref.split(":")
-    return getattr(importlib.import_module(f"prbench.{module}"), attr)
+    return load_ref(ref, "prbench")
 
 
 def loader(kind: str, name: str = "<unnamed>") -> Callable:

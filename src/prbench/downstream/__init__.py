@@ -31,7 +31,6 @@ against the base policy and its tables).
 """
 from __future__ import annotations
 
-import importlib
 import math
 import re
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ import pandas as pd
 
 from ..config import entry_with_defaults
 from ..io import iter_jsonl, write_csv
+from ..registry import load_ref
 
 MEASURE_COLUMNS = ["policy", "rm", "method", "estimator", "measure", "k", "question_id", "subset", "value"]
 TABLE_PATTERN = "results/downstream/{method}.csv"
@@ -59,10 +59,7 @@ Hook = Callable[[Mapping], object] | str
 
 def resolve(hook: Hook) -> Callable:
     """A hook given as "module:attr" (module relative to prbench.downstream) or as a callable."""
-    if callable(hook):
-        return hook
-    module, attr = hook.split(":")
-    return getattr(importlib.import_module(f".{module}", __name__), attr)
+    return hook if callable(hook) else load_ref(hook, __name__)
 
 
 def section_enabled(config: Mapping, key: str, default: bool) -> bool:

@@ -12,9 +12,9 @@ Kinds are a registry with capabilities (`KINDS`): the rules, the config checks a
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 
+from ..registry import load_ref
 from .base import CompareOutput, RewardModel, ScoreOutput
 
 
@@ -52,8 +52,7 @@ def kind_info(kind: str, name: str = "<unnamed>") -> Kind:
 
 def load_reward_model(spec: dict) -> RewardModel:
     info = kind_info(spec.get("kind"), spec.get("name", "<unnamed>"))
-    module, cls = info.impl.split(":")
-    return getattr(importlib.import_module(f".{module}", __name__), cls)(spec)
+    return load_ref(info.impl, __name__)(spec)
 
 
 __all__ = ["load_reward_model", "kind_info", "Kind", "KINDS", "RewardModel", "ScoreOutput", "CompareOutput"]
