@@ -42,16 +42,12 @@ def has_official(kind: str | None) -> bool:
     return kind in KINDS and KINDS[kind].official is not None
 
 
-def resolve(ref: str) -> Callable:
-    return load_ref(ref, "prbench")
-
-
 def loader(kind: str, name: str = "<unnamed>") -> Callable:
-    return resolve(kind_info(kind, name).loader)
+    return load_ref(kind_info(kind, name).loader, "prbench")
 
 
 def official_components(kind: str) -> Callable:
     if not has_official(kind):
         raise ValueError(f"no official score for benchmark kind {kind!r} "
                          f"(known: {', '.join(k for k in KINDS if has_official(k))})")
-    return resolve(KINDS[kind].official)
+    return load_ref(KINDS[kind].official, "prbench")
