@@ -51,7 +51,7 @@ class PairRequest:
 # ---------------------------------------------------------------------------------------------
 TEMPLATE_ROOT = Path(__file__).parent / "prompt_templates"
 ROLES = ("policy_system", "policy_user", "pairwise_system", "pairwise_user",
-         "pointwise_system", "pointwise_user", "rubric_system", "rubric_user")
+         "pointwise_system", "pointwise_user", "rubric_system", "rubric_user", "rubric_list_user")
 REQUIRED_ROLES = ("policy_user", "pairwise_user", "pointwise_user", "rubric_user")
 PLACEHOLDERS = ("question", "profile", "profile_block", "answer", "Response_A", "Response_B", "aspects")
 AUTHORS_POST_FORMAT = "Post {i} (Category: {category}):\n{text}"
@@ -234,12 +234,49 @@ def pointwise_judge_messages(question: str, answer: str, profile: Sequence[str] 
                  **_profile_values(profile, categories, use_profile, top_k, tpl))
 
 
+ASPECT_FORMATS = ("numbered", "joined")
+
+
+def rubric_aspects_text(aspects: Sequence[str], aspect_format: str = "numbered") -> str:
+    """The {aspects} value: a numbered list, one aspect a line ("numbered"), or the aspect names
+    joined by ", " on one line ("joined", the authors' format)."""
+    if aspect_format == "numbered":
+        return "\n".join(f"{i}. {a.strip()}" for i, a in enumerate(aspects, 1))
+    if aspect_format == "joined":
+        return ", ".join(a.strip() for a in aspects)
+    raise ValueError(f"config key judge.aspect_format: {aspect_format!r} is not one of {list(ASPECT_FORMATS)}")
+
+
+def rubric_user_role(aspect_format: str = "numbered") -> str:
+    """The template role of the rubric prompt's user turn: `rubric_user` asks for one "Aspect i: r"
+    line per numbered aspect; `rubric_list_user` (joined aspects have no numbers to name) asks for a
+    bare list of ratings in aspect order."""
+    return "rubric_list_user" if aspect_format == "joined" else "rubric_user"
+
+
 def rubric_messages(question: str, answer: str, aspects: Sequence[str],
-                    templates: PromptTemplates | None = None) -> list[dict]:
-    """Rubric judge prompt: question, answer and the numbered aspects (judge-only input)."""
+                    templates: PromptTemplates | None = None, aspect_format: str = "numbered",
+                    system_turn: bool = False) -> list[dict]:
+    """Rubric judge prompt (judge-only input): [system turn,] user turn with the question, the
+    answer and the aspects (config keys judge.aspect_format, judge.system_turn; the system text is
+    the template set's rubric_system.txt, read only when system_turn is true)."""
     tpl = templates or active_templates()
-    block = "\n".join(f"{i}. {a.strip()}" for i, a in enumerate(aspects, 1))
-    return _chat(tpl, "rubric", question=question.strip(), answer=answer.strip(), aspects=block)
+    role = rubric_user_role(aspect_format)
+    user = tpl.get(role)
+    if user is None:
+        raise FileNotFoundError(f"config key prompts.templates: {tpl.origin!r} has no {role}.txt "
+                                f"(needed by judge.aspect_format={aspect_format!r})")
+    values = dict(question=question.strip(), answer=answer.strip(),
+                  aspects=rubric_aspects_text(aspects, aspect_format))
+    msgs = []
+    if system_turn:
+        system = tpl.get("rubric_system")
+        if system is None:
+            raise FileNotFoundError(f"config key judge.system_turn: true, but template set {tpl.origin!r} has no "
+                                    "rubric_system.txt")
+        msgs.append({"role": "system", "content": fill(system, **values)})
+    msgs.append({"role": "user", "content": fill(user, **values)})
+    return msgs
 
 
 def render_chat(tokenizer, messages: list[dict], add_generation_prompt: bool = False) -> str:

@@ -99,6 +99,10 @@ def check_config(config: dict) -> None:
     check_model_ref(config["retriever"]["model"], "retriever.model")
     if config["judge"]["backend"] == "minilm":
         check_model_ref(config["judge"]["model"], "judge.model")
+    judge = with_defaults(config["judge"], "judge")
+    if judge.get("aggregate") == "mean_found" and judge.get("aspect_format") != "joined":
+        raise ConfigError("config key judge.aggregate: mean_found needs judge.aspect_format: joined (a numbered "
+                          "reply names the aspect numbers, which mean_found would average)")
     if not with_defaults(config.get("demo"), "demo")["enabled"]:
         for name, entry in config["reward_models"].items():
             if "train" in entry:

@@ -99,7 +99,7 @@ def judge_policy(answers: Sequence[dict], base_answers: Sequence[dict], aspects:
         out.append({"question_id": a["question_id"], "subset": a["subset"], "answer": a["answer"],
                     "score": s, "base_score": bs, "outcome": outcome(s, bs),
                     "base_answer": base[a["question_id"]]["answer"],
-                    "judge_failures": int(not math.isfinite(s)) + int(not math.isfinite(bs))})
+                    "judge_failures": int(r.failed or not math.isfinite(s)) + int(b.failed or not math.isfinite(bs))})
     return out
 
 
@@ -124,7 +124,9 @@ TABLE_COLUMNS = ["policy", "rm", "n_questions", "mean", "ci_low", "ci_high", "ba
 
 
 def policy_table_rows(runs: dict[tuple[str, str], str], n_boot: int, seed: int) -> pd.DataFrame:
-    """One row per (policy, rm) from its eval_judged.jsonl (NaN judge scores excluded, counted)."""
+    """One row per (policy, rm) from its eval_judged.jsonl (NaN judge scores excluded, counted).
+    judge_failures: the answers whose judgement failed to parse (the rows' judge_failures: under
+    judge.failure zero they are scored 0.0, kept in the means, and still counted here)."""
     out = []
     for (policy, rm), path in sorted(runs.items()):
         df = pd.DataFrame(read_jsonl(path))
@@ -146,7 +148,8 @@ def policy_table_rows(runs: dict[tuple[str, str], str], n_boot: int, seed: int) 
             "win_rate": float((oc[oko] == 1.0).mean()) if n_cmp else float("nan"),
             "tie_rate": float((oc[oko] == 0.5).mean()) if n_cmp else float("nan"),
             "loss_rate": float((oc[oko] == 0.0).mean()) if n_cmp else float("nan"),
-            "judge_failures": int((~ok).sum() + (~okb).sum()),
+            "judge_failures": (int(df["judge_failures"].sum()) if "judge_failures" in df
+                               else int((~ok).sum() + (~okb).sum())),
         })
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
 

@@ -20,7 +20,9 @@ NaN judge scores (unparseable judgements) drop only what they touch, never the w
   - win_vs_random compares with a uniformly random judged sample.
 Excluded cells are NaN in the curve files; bon.csv counts them per row (`judge_dropped`, cells
 = questions excluded from that row's mean) next to `judge_nan_samples` (the policy's samples
-without a judge score), and the log reports both.
+without a judge score), and the log reports both. `judge_failed_samples` counts the policy's samples
+whose judgement failed to parse whatever the failure rule: under judge.failure `zero` they score 0.0
+(nothing is excluded, judge_nan_samples is 0) and are still counted there.
 """
 from __future__ import annotations
 
@@ -43,7 +45,8 @@ ORACLE = "oracle"
 RANDOM = "random"
 CURVE_COLUMNS = ["question_id", "subset", "estimator", "k", "judge_score", "win_vs_random"]
 TABLE_COLUMNS = ["policy", "rm", "estimator", "k", "n_questions", "mean", "ci_low", "ci_high",
-                 "win_rate", "win_ci_low", "win_ci_high", "rm_failures", "judge_dropped", "judge_nan_samples"]
+                 "win_rate", "win_ci_low", "win_ci_high", "rm_failures", "judge_dropped", "judge_nan_samples",
+                 "judge_failed_samples"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,6 +225,12 @@ def bon_curves(samples: Sequence[dict], judged: Sequence[dict], rm_scores: Mappi
         raise ValueError(f"config key bon.ks: {bad_k} outside 1..bon.n={n}")
     G = _matrix(judged, "score", qids, n, "judged.jsonl")
     nan_samples = int(np.isnan(G).sum())
+    # judged rows without `failed` (written before the field) failed exactly when their score is null
+    failed_samples = sum(bool(r.get("failed", r.get("score") is None)) for r in judged
+                         if r.get("question_id") in subset_of)
+    if failed_samples > nan_samples:
+        log.warning("policy %s: %d of %d samples' judgements failed to parse and were scored by the failure rule "
+                    "(judge.failure zero: 0.0); bon.csv judge_failed_samples", policy, failed_samples, G.size)
     if nan_samples == G.size:
         raise ValueError("bon: every sample's judge score is NaN (judge parse failures); nothing to evaluate")
     if nan_samples:
@@ -246,7 +255,7 @@ def bon_curves(samples: Sequence[dict], judged: Sequence[dict], rm_scores: Mappi
                           "n_questions": int(ok.sum()), "mean": m, "ci_low": lo, "ci_high": hi,
                           "win_rate": wm, "win_ci_low": wlo, "win_ci_high": whi,
                           "rm_failures": rm_failures, "judge_dropped": int((~ok).sum()),
-                          "judge_nan_samples": nan_samples})
+                          "judge_nan_samples": nan_samples, "judge_failed_samples": failed_samples})
         if cells:
             log.warning("policy %s, %s: %d (question, estimator, k) cells dropped for an unjudged selected "
                         "sample (bon.csv judge_dropped)", policy, label, cells)

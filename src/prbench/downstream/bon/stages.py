@@ -110,7 +110,8 @@ def aspects_by_question(judge_key_rows: Sequence[dict]) -> dict[str, list[str]]:
 def judge_bon(samples_path: str, prompts_path: str, judge_keys_path: str, judge_cfg: dict, seed: int,
               cache_dir: str, out_path: str, judge=None) -> dict:
     """Judge every unique sample once (cached: reads every shard of cache_dir, writes the shard named
-    after out_path); writes question_id, sample_idx, score, ratings, failures."""
+    after out_path); writes question_id, sample_idx, score, ratings, failures, failed (the final
+    reply was unparseable: score null under judge.failure exclude, 0.0 under zero)."""
     samples = read_jsonl(samples_path)
     questions = {r["question_id"]: r["question"] for r in read_jsonl(prompts_path)}
     aspects = aspects_by_question(read_jsonl(judge_keys_path))
@@ -126,11 +127,11 @@ def judge_bon(samples_path: str, prompts_path: str, judge_keys_path: str, judge_
     results = judge_items_cached(judge, items, cache_dir, shard_name(out_path))
     out = [{"question_id": r["question_id"], "sample_idx": r["sample_idx"],
             "score": None if math.isnan(res.score) else res.score, "ratings": res.ratings,
-            "failures": res.failures} for r, res in zip(samples, results)]
+            "failures": res.failures, "failed": bool(res.failed)} for r, res in zip(samples, results)]
     write_jsonl(out_path, out)
     nan = sum(1 for o in out if o["score"] is None)
     report = {"samples": len(out), "unique": len(set(items)), "nan_scores": nan,
-              "parse_failures": sum(o["failures"] for o in out)}
+              "failed": sum(o["failed"] for o in out), "parse_failures": sum(o["failures"] for o in out)}
     log.info("judged %s", report)
     return report
 
