@@ -24,6 +24,10 @@ replica: install
 report: demo
 	$(BIN)/snakemake --profile profiles/demo --report report.html
 
+# docs/PROTOCOL.md from docs/protocol.yaml (the protocol card as data; tests/test_protocol.py checks both)
+protocol: $(BIN)/python
+	$(BIN)/python -m prbench.protocol
+
 # ruff (rules in pyproject.toml), snakefmt on the Snakefile and rules, and Snakemake's own linter
 lint: install
 	$(BIN)/ruff check .
