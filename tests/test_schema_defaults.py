@@ -35,6 +35,7 @@ RECORD_KEYS = {
     "name": "a job spec's name, added by the rules (rm_spec); a direct caller's spec may lack it",
     "properties": "the JSON schema itself",
     "definitions": "the JSON schema itself",
+    "failed": "judge cache record / judged.jsonl row: written before the field existed = failed iff score is null",
 }
 
 # Call sites whose key is not read from config, or a known, documented exception.
