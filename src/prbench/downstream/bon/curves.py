@@ -209,6 +209,16 @@ def question_curves(R: np.ndarray, G: np.ndarray, ks: Sequence[int], mode: str) 
     return out
 
 
+def _failed_samples(judged: Sequence[dict], questions, nan_samples: int, n: int, policy: str) -> int:
+    """Samples whose judgement failed to parse, whatever judge.failure scored them (NaN or 0.0).
+    A judged row without `failed` (written before the field) failed exactly when its score is null."""
+    failed = sum(bool(r.get("failed", r.get("score") is None)) for r in judged if r.get("question_id") in questions)
+    if failed > nan_samples:
+        log.warning("policy %s: %d of %d samples' judgements failed to parse and were scored by the failure rule "
+                    "(judge.failure zero: 0.0); bon.csv judge_failed_samples", policy, failed, n)
+    return failed
+
+
 def bon_curves(samples: Sequence[dict], judged: Sequence[dict], rm_scores: Mapping[str, Sequence[dict]],
                ks: Sequence[int], n: int, policy: str, seed: int = 0, n_boot: int = 1000):
     """Build per-question curve frames ({rm|_oracle|_random: DataFrame}) and the summary table."""
@@ -225,12 +235,7 @@ def bon_curves(samples: Sequence[dict], judged: Sequence[dict], rm_scores: Mappi
         raise ValueError(f"config key bon.ks: {bad_k} outside 1..bon.n={n}")
     G = _matrix(judged, "score", qids, n, "judged.jsonl")
     nan_samples = int(np.isnan(G).sum())
-    # judged rows without `failed` (written before the field) failed exactly when their score is null
-    failed_samples = sum(bool(r.get("failed", r.get("score") is None)) for r in judged
-                         if r.get("question_id") in subset_of)
-    if failed_samples > nan_samples:
-        log.warning("policy %s: %d of %d samples' judgements failed to parse and were scored by the failure rule "
-                    "(judge.failure zero: 0.0); bon.csv judge_failed_samples", policy, failed_samples, G.size)
+    failed_samples = _failed_samples(judged, subset_of, nan_samples, G.size, policy)
     if nan_samples == G.size:
         raise ValueError("bon: every sample's judge score is NaN (judge parse failures); nothing to evaluate")
     if nan_samples:
