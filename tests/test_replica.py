@@ -110,9 +110,19 @@ def test_replica_judge_loads_through_transformers_backend(tmp_path):
     assert len(res) == 2
     for r in res:
         if np.isnan(r.score):
-            assert r.failures == 2 and r.ratings == [None] * len(r.ratings)
+            assert r.failures == 2 and r.ratings == [None] * len(r.ratings) and r.failed
         else:
             assert 0 <= r.score <= 2
+    # the authors' judge protocol (config.yaml's judge keys) on the same replica: a system turn in
+    # its chat template, joined aspects, the mean of the numbers found, a failure scored 0.0 but flagged
+    paper = yaml.safe_load((REPO / "config.yaml").read_text())["judge"]
+    keys = ("max_new_tokens", "retries", "system_turn", "aspect_format", "aggregate", "failure")
+    authors = load_judge({"backend": "transformers", "model": str(path), "batch_size": 4, "device": "cpu",
+                          **{k: paper[k] for k in keys}}, seed=0)
+    item = JudgeItem("Best soup?", "Tomato soup with bread.", ("Uses the profile", "Short"))
+    assert "<|im_start|>system" in authors._prompt(item) and "Uses the profile, Short" in authors._prompt(item)
+    (r,) = authors.judge([item])
+    assert r.failures <= 1 and (r.score == 0.0 and r.ratings == [] if r.failed else r.ratings)
 
 
 def test_replica_data_in_hub_schemas(tmp_path):
