@@ -119,3 +119,18 @@ def test_sources_exist_at_the_pinned_commit():
             n = len(text.splitlines())
             last = int(lines.split("-")[-1]) if lines else 1
             assert last <= n, f"{row['choice']!r}: {ref} is past the end of {path} ({n} lines)"
+
+
+def test_render_tables_sections_and_escaping():
+    card = {"title": "T", "intro": "Intro.", "pinned": {"repo": "o/r", "commit": "c0ffee"},
+            "groups": [{"name": "G", "rows": [
+                {"choice": "a|b", "authors": "x", "source": ["f.py:3-5", "g.txt"], "config": {"s.k": "P {i}:\n{t}"},
+                 "project": "p"},
+                {"choice": "c", "authors": "y", "source": [], "config": {}, "reason": "why", "keys": ["s.k"],
+                 "project": "q", "demo": "d"}]}],
+            "sections": [{"title": "What each uncertainty covers", "text": "Free text.\n"}]}
+    md = P.render(card)
+    assert "| a\\|b | x ([`f.py:3-5`](https://github.com/o/r/blob/c0ffee/f.py#L3-L5), " \
+           "[`g.txt`](https://github.com/o/r/blob/c0ffee/g.txt)) | `s.k: \"P {i}:\\n{t}\"` | p | — |" in md
+    assert "| c | y (not in their code) | none: why (see `s.k`) | q | d |" in md
+    assert md.index("## G") < md.index("## What each uncertainty covers\n\nFree text.\n")

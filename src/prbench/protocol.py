@@ -11,6 +11,7 @@ know, a missing field. tests/test_protocol.py runs it.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any, Mapping
@@ -57,8 +58,14 @@ def rows(card: Mapping) -> list[dict]:
 
 
 def _value(v: Any) -> str:
+    """A config value as YAML on one line (a string that needs quoting in double quotes, escaped)."""
+    if isinstance(v, str):
+        plain = "\n" not in v and yaml.safe_load(v) == v if v.strip() == v and v else False
+        return v if plain and ": " not in v and " #" not in v else json.dumps(v, ensure_ascii=False)
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
     text = yaml.safe_dump(v, default_flow_style=True, allow_unicode=True, width=10_000).strip()
-    return text[:-4].strip() if text.endswith("\n...") or text.endswith(" ...") else text
+    return text[:-4].strip() if text.endswith("\n...") else text
 
 
 def _cell(text: Any) -> str:
