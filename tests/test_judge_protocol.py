@@ -122,38 +122,6 @@ def test_every_protocol_setting_is_in_the_judge_id():
     assert len(ids) == 5
 
 
-def test_transformers_judge_reads_system_turn_and_max_new_tokens(tiny_chat_lm):
-    model, tok = tiny_chat_lm
-    seen = []
-    generate = model.generate
-
-    def spy(**kw):
-        seen.append(kw["generation_config"].max_new_tokens)
-        return generate(**kw)
-
-    model.generate = spy
-    try:
-        judge = J.TransformersJudge("tiny", max_new_tokens=3, batch_size=2, retries=0, seed=0, model=model,
-                                    tokenizer=tok, device="cpu", system_turn=True, aspect_format="joined",
-                                    aggregate="mean_found", failure="zero")
-        item = J.JudgeItem("Any film tips?", "Watch a comedy.", ["likes comedy", "short films"])
-        assert P.active_templates().get("rubric_system") in judge._prompt(item)
-        assert "likes comedy, short films" in judge._prompt(item)
-        res = judge.judge([item])
-    finally:
-        model.generate = generate
-    assert seen == [3]  # judge.max_new_tokens, one greedy attempt (retries 0)
-    assert res[0].failed == (res[0].ratings == []) and (not res[0].failed or res[0].score == 0.0)
-    assert ":sys" in judge.judge_id and ":fail=zero" in judge.judge_id and ":3:0:0:" in judge.judge_id
-
-
-@pytest.fixture(scope="module")
-def tiny_chat_lm():
-    from bon_helpers import make_tiny_chat_lm
-
-    return make_tiny_chat_lm()
-
-
 def test_failed_flag_survives_the_cache(tmp_path):
     judge = Scripted({0: {"ok": "Aspect 1: 1\nAspect 2: 1\nAspect 3: 1", "bad": "?"}}, failure="zero")
     first = J.judge_items_cached(judge, items("ok", "bad"), tmp_path, "a.jsonl")
@@ -188,3 +156,15 @@ def test_zero_scored_failures_reach_the_bon_and_policy_tables(tmp_path):
     write_jsonl(tmp_path / "eval.jsonl", rows)
     t = policy_table_rows({("p", "r"): str(tmp_path / "eval.jsonl")}, n_boot=10, seed=0)
     assert t.loc[0, "mean"] == 1.0 and t.loc[0, "judge_failures"] == 1
+
+
+def test_prompts_files_can_map_the_list_prompt(tmp_path):
+    for role in ("rubric_user", "policy_user", "pairwise_user", "pointwise_user"):
+        (tmp_path / f"{role}.txt").write_text("{question} {answer} {aspects}")
+    (tmp_path / "evaluation.txt").write_text("Aspects: {aspects}\nQ: {question}\nA: {answer}")
+    cfg = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text())
+    cfg["prompts"] = {"templates": str(tmp_path), "files": {"rubric_list_user": "evaluation.txt"}}
+    validate_config(cfg)  # the schema knows the role
+    tpl = P.load_templates(cfg["prompts"])
+    (msg,) = P.rubric_messages("q", "a", ["x", "y"], templates=tpl, aspect_format="joined")
+    assert msg["content"] == "Aspects: x, y\nQ: q\nA: a"
