@@ -112,6 +112,14 @@ def test_system_turn_without_a_system_template_is_a_config_error(tmp_path):
         P.rubric_messages("q", "a", ["x"], templates=tpl, system_turn=True)
     with pytest.raises(FileNotFoundError, match="rubric_list_user.txt"):
         P.rubric_messages("q", "a", ["x"], templates=tpl, aspect_format="joined")
+    P.configure({"templates": str(tmp_path)})
+    try:  # the judge refuses at construction, before any model loads
+        with pytest.raises(FileNotFoundError, match="judge.system_turn: true"):
+            Scripted({}, system_turn=True)
+        with pytest.raises(ValueError, match="judge.aspect_format"):
+            Scripted({}, aspect_format="bullets")
+    finally:
+        P.configure(P.FALLBACK_PROMPTS)
 
 
 def test_every_protocol_setting_is_in_the_judge_id():

@@ -87,7 +87,8 @@ class _LLMJudge(RubricJudge):
         if aggregate == "mean_found" and aspect_format != "joined":
             raise ValueError("config key judge.aggregate: mean_found needs judge.aspect_format joined (a reply in "
                              "the numbered format names the aspect numbers, which mean_found would average)")
-        _prompt_templates.rubric_aspects_text(["x"], aspect_format)  # checks the name
+        # checks the format's name and that the template set has what it needs (fails before any model loads)
+        rubric_messages(JudgeItem("q", "a", ("x",)), aspect_format, bool(system_turn))
         self.aspect_format, self.system_turn = aspect_format, bool(system_turn)
         self.aggregate, self.failure = aggregate, failure
         return _rubric_hash(aspect_format, self.system_turn) + protocol_id(aspect_format, self.system_turn,
