@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= all
 
-.PHONY: install demo replica test test-fast test-slurm lint report
+.PHONY: install demo replica test test-fast test-slurm lint report protocol
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
