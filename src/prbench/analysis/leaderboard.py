@@ -1,5 +1,6 @@
-"""The leaderboard (`results/tables/leaderboard.{csv,md,html}`; the HTML table is the report's): every RM ranked by personalized accuracy,
-with its CI, per-subset accuracies, the baselines' official scores (`prbench.scoring.leaderboard`)
+"""The leaderboard (`results/tables/leaderboard.{csv,md,html}`; the HTML table is the report's):
+every RM ranked by personalized accuracy, with its CI, per-subset accuracies, the baselines' official
+scores (`prbench.scoring.leaderboard`)
 and, where this run has them, its downstream scores: per policy and downstream method the signal
 the scatter figure shows (mean judge score; BoN at the figure's estimator and k), with the
 question-bootstrap CI of the correlation inputs (`correlation_inputs.csv`). A method whose rows are
