@@ -203,7 +203,7 @@ ALL_TARGETS.extend(f"results/figures/{name}.{ext}" for name in FIGURES for ext i
 
 # The leaderboard: every RM ranked by personalized accuracy, with the baselines' official scores and
 # the downstream signals of the figures (prbench.analysis.leaderboard). The HTML table is the report's
-# landing page table (report/workflow.rst) and its own category.
+# Leaderboard entry, its compact summary (no CIs) the table on the report's landing page (report/workflow.rst).
 rule leaderboard:
     input:
         accuracy="results/tables/benchmark_accuracy.csv",
@@ -216,6 +216,7 @@ rule leaderboard:
             caption="../report/leaderboard.rst",
             category="Leaderboard",
         ),
+        summary="results/tables/leaderboard.summary.html",
     log:
         "logs/analysis/leaderboard.log",
     benchmark:
@@ -234,4 +235,4 @@ rule leaderboard:
         "../workflow_scripts/leaderboard.py"
 
 
-ALL_TARGETS.extend(f"results/tables/leaderboard.{ext}" for ext in ("csv", "md", "html"))
+ALL_TARGETS.extend(f"results/tables/leaderboard.{ext}" for ext in ("csv", "md", "html", "summary.html"))

@@ -42,9 +42,12 @@ def downstream_columns(inputs: pd.DataFrame, signals: Mapping | None, measure: s
     return out
 
 
-def leaderboard(accuracy_csv, inputs_csv, csv_out, md_out, html_out, rms=None, signals: Mapping | None = None,
+def leaderboard(accuracy_csv, inputs_csv, csv_out, md_out, html_out, summary_out, rms=None,
+                signals: Mapping | None = None,
                 measure: str = "judge_score") -> pd.DataFrame:
-    """Write the leaderboard as CSV (numbers), Markdown and an HTML table; returns the CSV's frame."""
+    """Write the leaderboard as CSV (numbers), Markdown, an HTML table (the report's Leaderboard
+    entry) and a compact HTML table without CIs (`summary_out`: the report's landing page);
+    returns the CSV's frame."""
     acc = pd.read_csv(accuracy_csv)
     inputs = _read_csv(inputs_csv, INPUT_COLUMNS, "the correlation inputs table")
     board = benchmark_board(acc, rms)
@@ -54,7 +57,9 @@ def leaderboard(accuracy_csv, inputs_csv, csv_out, md_out, html_out, rms=None, s
             "official score where the benchmark has one, else overall accuracy. Downstream: mean "
             f"{measure.replace('_', ' ')} per method (BoN at the figures' estimator and k), question-bootstrap CI. "
             "ties and failures: pairs of that benchmark (failures count as wrong).")
-    for path, text in ((md_out, f"# Leaderboard\n\n{note}\n\n{markdown(board)}"), (html_out, html(board, note))):
+    outs = ((md_out, f"# Leaderboard\n\n{note}\n\n{markdown(board)}"), (html_out, html(board, note)),
+            (summary_out, html(board, compact=True)))
+    for path, text in outs:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text)
     return board

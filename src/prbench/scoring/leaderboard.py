@@ -77,27 +77,30 @@ def benchmark_board(acc: pd.DataFrame, rms: Sequence[str] | None = None) -> pd.D
     return df.drop(columns="_key").reset_index(drop=True)
 
 
-def _fmt(v, lo, hi) -> str:
+def _fmt(v, lo, hi, ci: bool = True) -> str:
     if pd.isna(v):
         return "-"
-    if pd.isna(lo) or pd.isna(hi):
+    if not ci or pd.isna(lo) or pd.isna(hi):
         return f"{v:.3f}"
     return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def cells(board: pd.DataFrame, mark: str | None = None, subsets: bool = True) -> tuple[list[str], list[list[str]]]:
+def cells(board: pd.DataFrame, mark: str | None = None, subsets: bool = True,
+          baseline_counts: bool = True, ci: bool = True) -> tuple[list[str], list[list[str]]]:
     """Header and formatted rows of a board: every value column with a CI as "value [low, high]",
     counts as integers. `mark` names an RM whose row gets a trailing " *" (the one-RM command's new
-    RM); `subsets=False` leaves the per-subset columns out."""
+    RM); `subsets=False` leaves the per-subset columns out, `baseline_counts=False` the baselines'
+    ties and failures, `ci=False` the CIs."""
     values = [c for c in board.columns if f"{c}_ci_low" in board.columns]
     if not subsets:
         values = [c for c in values if not c.startswith(f"{PERSONALIZED}:")]
-    counts = [c for c in board.columns if c in ("ties", "failures") or c.endswith(("_ties", "_failures"))]
+    counts = [c for c in board.columns
+              if c in ("ties", "failures") or (baseline_counts and c.endswith(("_ties", "_failures")))]
     head = ["rank", "RM", *[_header(board, c) for c in values], *counts]
     rows = []
     for _, r in board.iterrows():
         name = f"{r['rm']} *" if mark is not None and r["rm"] == mark else str(r["rm"])
-        rows.append([str(r["rank"]), name, *[_fmt(r[c], r[f"{c}_ci_low"], r[f"{c}_ci_high"]) for c in values],
+        rows.append([str(r["rank"]), name, *[_fmt(r[c], r[f"{c}_ci_low"], r[f"{c}_ci_high"], ci) for c in values],
                      *["-" if pd.isna(r[c]) else str(int(r[c])) for c in counts]])
     return head, rows
 
@@ -110,17 +113,20 @@ def markdown(board: pd.DataFrame, mark: str | None = None, subsets: bool = True)
     return "\n".join(lines) + "\n"
 
 
-def html(board: pd.DataFrame, caption: str = "") -> str:
-    """The board as one HTML <table> (`cells`, escaped), with an optional <caption>."""
+def html(board: pd.DataFrame, caption: str = "", compact: bool = False) -> str:
+    """The board as one HTML <table> (`cells`, escaped) in a horizontally scrolling <div>, with an
+    optional <caption>. `compact` (the report's landing page, a 32-em column that must stay short:
+    the report centres it vertically, so a page taller than the window loses its top) leaves out
+    the CIs, the per-subset accuracies and the baselines' counts."""
     from html import escape
 
-    head, rows = cells(board)
-    out = ['<table class="prbench-leaderboard">']
+    head, rows = cells(board, subsets=not compact, baseline_counts=not compact, ci=not compact)
+    out = ['<div style="overflow-x:auto;max-width:100%"><table class="prbench-leaderboard" style="font-size:0.8em">']
     if caption:
         out.append(f"<caption>{escape(caption)}</caption>")
     out.append("<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr></thead><tbody>")
     out += ["<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows]
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "\n".join(out) + "\n"
 
 

@@ -121,7 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     if name in (config.get("reward_models") or {}):
         raise ValueError(f"{a.config}: reward_models.{name} already exists; give the new RM another name (NAME=...)")
     directory = Path(a.directory).resolve()
-    extra = overlay(a.rm, a.kind, name, a.profile, a.trust_remote_code, a.params_b)
+    ref = a.rm
+    if Path(ref).exists() and not (directory / ref).exists():
+        ref = str(Path(ref).resolve())  # a local folder named from here, not from the run's directory
+    extra = overlay(ref, a.kind, name, a.profile, a.trust_remote_code, a.params_b)
     over_path = directory / OUT_DIR / f"{name}.yaml"
     over_path.parent.mkdir(parents=True, exist_ok=True)
     over_path.write_text(yaml.safe_dump(extra, sort_keys=True))
