@@ -72,12 +72,31 @@ def test_clustered_labels_do_not_overlap(tmp_path):
         assert any(a.overlaps(b) for a, b in combinations(fixed, 2))
 
 
-def test_label_layout_is_deterministic(tmp_path):
-    inputs, corr = _clustered(tmp_path)
-    first = figures.plot_scatter(inputs, corr, tmp_path / "a.png", tmp_path / "a.pdf")
-    second = figures.plot_scatter(inputs, corr, tmp_path / "b.png", tmp_path / "b.pdf")
-    pos = [[(t.get_text(), tuple(np.round(t.xyann, 6))) for t in ax.texts] for ax in first.axes]
-    assert pos == [[(t.get_text(), tuple(np.round(t.xyann, 6))) for t in ax.texts] for ax in second.axes]
+def _clustered_axes():
+    import matplotlib.pyplot as plt
+
+    rng = np.random.default_rng(1)
+    pts = [(rm, 0.5 + rng.uniform(0, 0.01), 0.5 + rng.uniform(0, 0.01)) for rm in RMS]
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.scatter([p[1] for p in pts], [p[2] for p in pts], s=36)
+    ax.set_xlim(0.3, 0.7)
+    ax.set_ylim(0.3, 0.7)
+    return fig, ax, pts
+
+
+def test_label_layout_is_deterministic():
+    import matplotlib.pyplot as plt
+
+    layouts = []
+    for _ in range(2):
+        fig, ax, pts = _clustered_axes()
+        texts = figures.place_labels(ax, pts)
+        layouts.append([(t.get_text(), tuple(np.round(t.xyann, 6))) for t in texts])
+        boxes = [t.get_window_extent() for t in texts]
+        assert not any(a.overlaps(b) for a, b in combinations(boxes, 2))
+        plt.close(fig)
+    assert layouts[0] == layouts[1]
+    assert len({pos for _, pos in layouts[0]}) == len(RMS)
 
 
 @pytest.mark.parametrize("n", [1, 2])
