@@ -103,7 +103,7 @@ class Browser:
             if value:
                 return value
             time.sleep(0.1)
-        raise TimeoutError(f"the page never showed {what} ({expression})")
+        raise TimeoutError(f"the page never showed {what} ({expression}); console errors: {self.errors()}")
 
     def navigate(self, url: str) -> None:
         self.call("Page.navigate", session=True, url=url)
