@@ -104,6 +104,8 @@ def test_report_in_browser(runs, tmp_path):
     board = seen["leaderboard"]
     assert sorted(row[1] for row in board["rows"]) == sorted(rms)
     assert board["head"][:3] == ["rank", "RM", "personalized"]
+    # the report app centres its landing page vertically: taller than the window, it would lose its top
+    # (unreachable by scrolling) but for the style in report/workflow.rst
     assert board["description_top"] >= 0, "the report's landing page lost its top (taller than the window)"
     figures = {f["path"]: f for f in seen["figures"]}
     for name in ["accuracy", "bon_curves", "scatter", "correlations", "ppo_training", "grpo_training"]:

@@ -115,9 +115,8 @@ def markdown(board: pd.DataFrame, mark: str | None = None, subsets: bool = True)
 
 def html(board: pd.DataFrame, caption: str = "", compact: bool = False) -> str:
     """The board as one HTML <table> (`cells`, escaped) in a horizontally scrolling <div>, with an
-    optional <caption>. `compact` (the report's landing page, a 32-em column that must stay short:
-    the report centres it vertically, so a page taller than the window loses its top) leaves out
-    the CIs, the per-subset accuracies and the baselines' counts."""
+    optional <caption>. `compact` (the report's landing page, a 32-em column beside the rule graph)
+    leaves out the CIs, the per-subset accuracies and the baselines' counts."""
     from html import escape
 
     head, rows = cells(board, subsets=not compact, baseline_counts=not compact, ci=not compact)
