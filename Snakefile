@@ -53,6 +53,7 @@ localrules:
     fig_scatter,
     fig_correlations,
     fig_training,
+    leaderboard,
 
 
 rule all:

@@ -199,3 +199,40 @@ ALL_TARGETS.extend(
     ]
 )
 ALL_TARGETS.extend(f"results/figures/{name}.{ext}" for name in FIGURES for ext in ("png", "pdf"))
+
+
+# The leaderboard: every RM ranked by personalized accuracy, with the baselines' official scores and
+# the downstream signals of the figures (prbench.analysis.leaderboard). The HTML table is the report's
+# Leaderboard entry, its compact summary (no CIs) the table on the report's landing page (report/workflow.rst).
+rule leaderboard:
+    input:
+        accuracy="results/tables/benchmark_accuracy.csv",
+        inputs="results/tables/correlation_inputs.csv",
+    output:
+        csv="results/tables/leaderboard.csv",
+        md="results/tables/leaderboard.md",
+        html=report(
+            "results/tables/leaderboard.html",
+            caption="../report/leaderboard.rst",
+            category="Leaderboard",
+        ),
+        summary="results/tables/leaderboard.summary.html",
+    log:
+        "logs/analysis/leaderboard.log",
+    benchmark:
+        "job_times/analysis/leaderboard.tsv"
+    conda:
+        "../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        rms=RMS,
+        signals=FIG_SIGNALS,
+        measure="judge_score",
+    script:
+        "../workflow_scripts/leaderboard.py"
+
+
+ALL_TARGETS.extend(f"results/tables/leaderboard.{ext}" for ext in ("csv", "md", "html", "summary.html"))

@@ -22,7 +22,8 @@ ALLOWED = {
     "prbench.training": ("prbench.rms",),
     "prbench.downstream": ("prbench.data", "prbench.rms", "prbench.judge"),
     # the analysis reads the downstream contract (the package itself), never a method's code
-    "prbench.analysis": ("prbench.data.baselines", "prbench.scoring.official", "=prbench.downstream"),
+    "prbench.analysis": ("prbench.data.baselines", "prbench.scoring.official", "prbench.scoring.leaderboard",
+                         "=prbench.downstream"),
     "prbench.validation": ("prbench.data.baselines", "prbench.data.demo_world", "prbench.rms"),
 }
 
