@@ -32,6 +32,10 @@ PPO_TRAIN = pick(
         "gradient_checkpointing",
         "max_prompt_tokens",
         "gpus",
+        "gae_lambda",
+        "cliprange_value",
+        "lr_scheduler",
+        "weight_decay",
     ],
 )
 # GPUs of each train_ppo job from the memory plan: ppo.gpus, else the smallest count that fits

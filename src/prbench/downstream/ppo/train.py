@@ -59,7 +59,7 @@ log = logging.getLogger("prbench.downstream.ppo.train")
 TRAIN_KEYS = ("actor_lr", "critic_lr", "batch_size", "mini_batch_size", "ppo_epochs", "total_episodes",
               "response_length", "temperature", "kl_coef", "nan_reward", "per_device_batch_size",
               "local_rollout_forward_batch_size", "gradient_checkpointing", "max_prompt_tokens", "world_size",
-              "reward_scale")
+              "reward_scale", "gae_lambda", "cliprange_value", "lr_scheduler", "weight_decay")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,6 +95,8 @@ def resolve_settings(ppo_cfg: dict, n_prompts: int, n_procs: int | None = None) 
     s["world_size"] = int(n_procs if n_procs is not None else world_size())
     s["nan_reward"] = float(s["nan_reward"])
     s["reward_scale"] = float(s["reward_scale"])
+    for k in ("gae_lambda", "cliprange_value", "weight_decay"):
+        s[k] = float(s[k])
     s["save_steps"] = int(ppo_cfg["save_steps"])
     s["gradient_checkpointing"] = bool(s["gradient_checkpointing"])
     for k in ("batch_size", "mini_batch_size", "ppo_epochs", "response_length"):
@@ -124,6 +126,22 @@ def resolve_settings(ppo_cfg: dict, n_prompts: int, n_procs: int | None = None) 
         s["total_episodes"] = n_prompts
     s["total_steps"] = math.ceil(s["total_episodes"] / s["batch_size"])
     return s
+
+
+def build_optimizer(policy, value, s: dict):
+    """AdamW with two parameter groups (actor at ppo.actor_lr, critic at ppo.critic_lr), both with
+    ppo.weight_decay, and the LR schedule ppo.lr_scheduler over the run's total_steps: `linear`
+    decays both rates to 0 (trl's default), `constant` keeps them (verl's warmup_style constant,
+    no warmup)."""
+    from transformers import get_scheduler
+
+    optimizer = torch.optim.AdamW([
+        {"params": [p for p in policy.parameters() if p.requires_grad], "lr": s["actor_lr"]},
+        {"params": [p for p in value.parameters() if p.requires_grad], "lr": s["critic_lr"]},
+    ], lr=s["actor_lr"], eps=1e-5, weight_decay=s["weight_decay"])
+    scheduler = get_scheduler(s["lr_scheduler"], optimizer, num_warmup_steps=0,
+                              num_training_steps=s["total_steps"])
+    return optimizer, scheduler
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,6 +340,11 @@ class _PPORun:
             response_length=s["response_length"],
             temperature=s["temperature"],
             kl_coef=s["kl_coef"],
+            lam=s["gae_lambda"],
+            cliprange_value=s["cliprange_value"],
+            # recorded in the trl config; the optimizer and schedule trl runs are built by build_optimizer
+            lr_scheduler_type=s["lr_scheduler"],
+            weight_decay=s["weight_decay"],
             stop_token="eos",
             local_rollout_forward_batch_size=s["rollout_chunk"],
             num_sample_generations=0,
@@ -338,7 +361,7 @@ class _PPORun:
     def _make_trainer(self, tok, policy, ref, value, dataset):
         """(trl's PPOTrainer with two AdamW parameter groups (actor, critic) and our batch layout,
         its collator)."""
-        from transformers import DataCollatorWithPadding, get_scheduler
+        from transformers import DataCollatorWithPadding
         from trl.experimental.ppo import PPOTrainer
 
         s = self.settings
@@ -346,11 +369,7 @@ class _PPORun:
         if s["gradient_checkpointing"]:  # trl's PPO loop does not enable it itself
             for m in (policy, value):
                 m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        optimizer = torch.optim.AdamW([
-            {"params": [p for p in policy.parameters() if p.requires_grad], "lr": s["actor_lr"]},
-            {"params": [p for p in value.parameters() if p.requires_grad], "lr": s["critic_lr"]},
-        ], lr=s["actor_lr"], eps=1e-5, weight_decay=0.0)
-        scheduler = get_scheduler("linear", optimizer, num_warmup_steps=0, num_training_steps=s["total_steps"])
+        optimizer, scheduler = build_optimizer(policy, value, s)
         collate = DataCollatorWithPadding(tok)
         trainer = PPOTrainer(args=args, processing_class=tok, model=policy, ref_model=ref,
                              reward_model=self.adapter, train_dataset=dataset, value_model=value,
