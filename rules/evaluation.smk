@@ -8,7 +8,8 @@
 # The keys of config section ppo the evaluation reads, passed as params `ppo`: editing a ppo.eval_* key
 # reruns the evaluation, not a training.
 POLICY_EVAL = pick(
-    config["ppo"], ["temperature", "eval_greedy", "eval_top_p", "eval_max_new_tokens", "eval_questions_per_subset"]
+    config["ppo"],
+    ["temperature", "eval_greedy", "eval_top_p", "eval_max_new_tokens", "eval_questions_per_subset", "eval_posts"],
 )
 
 

@@ -31,6 +31,7 @@ PPO_TRAIN = pick(
         "local_rollout_forward_batch_size",
         "gradient_checkpointing",
         "max_prompt_tokens",
+        "long_prompts",
         "gpus",
         "gae_lambda",
         "cliprange_value",

@@ -74,3 +74,121 @@ def test_weight_decay_shrinks_weights_without_gradient():
     opt.step()
     torch.testing.assert_close(policy.weight.detach(), w0 * (1 - 1e-3 * 0.01))
 
+
+
+# ---- ppo.eval_posts: the evaluation prompts' post count ---------------------------------------
+def _rows_with_posts(n=6, posts=4):
+    from ppo_tiny import make_prompt_rows
+
+    rows = make_prompt_rows(n, subsets=("A", "B"))
+    for r in rows:
+        r["profile"] = [f"{r['question_id']} post {i}" for i in range(posts)]
+    return rows
+
+
+def test_eval_posts_keeps_the_best_ranked_posts_and_reaches_base_answers(tmp_path, monkeypatch):
+    from prbench.downstream import evaluation
+    from prbench.io import write_jsonl
+
+    write_jsonl(tmp_path / "eval.jsonl", _rows_with_posts())
+    rows = evaluation.eval_prompt_rows(tmp_path / "eval.jsonl", {"eval_posts": 2})
+    assert [r["profile"] for r in rows[:1]] == [["q0 post 0", "q0 post 1"]]
+    assert all(len(r["profile"]) == 4 for r in evaluation.eval_prompt_rows(tmp_path / "eval.jsonl", {}))
+    only_b = evaluation.eval_prompt_rows(tmp_path / "eval.jsonl", {"eval_posts": 1}, subset="B")
+    assert {r["subset"] for r in only_b} == {"B"} and len(only_b) == 3
+    with pytest.raises(ValueError, match="subset 'C'"):
+        evaluation.eval_prompt_rows(tmp_path / "eval.jsonl", {}, subset="C")
+    seen = []
+    monkeypatch.setattr(evaluation, "policy_answers", lambda path, prompts, *a, **k: seen.extend(prompts) or [])
+    evaluation.write_base_answers("unused", tmp_path / "eval.jsonl", tmp_path / "base.jsonl", {"eval_posts": 3}, 0)
+    assert len(seen) == 6 and all(len(r["profile"]) == 3 for r in seen)
+
+
+def test_eval_posts_over_top_k_is_a_config_error():
+    import copy
+    from pathlib import Path
+
+    import yaml
+
+    from prbench.config import ConfigError
+    from prbench.validation import check_config
+
+    cfg = yaml.safe_load((Path(__file__).parents[1] / "configs" / "demo.yaml").read_text())
+    bad = copy.deepcopy(cfg)
+    bad["ppo"]["eval_posts"] = cfg["retriever"]["top_k"] + 1
+    with pytest.raises(ConfigError, match="ppo.eval_posts"):
+        check_config(bad)
+    ok = copy.deepcopy(cfg)
+    ok["ppo"]["eval_posts"] = cfg["retriever"]["top_k"]
+    check_config(ok)
+
+
+# ---- ppo.long_prompts / grpo.long_prompts: trim vs filter --------------------------------------
+@pytest.fixture(scope="module")
+def tiny_policy(tmp_path_factory):
+    from ppo_tiny import make_policy_dir
+
+    return make_policy_dir(tmp_path_factory.mktemp("policy") / "policy")
+
+
+def _lengths(tok, rows):
+    from prbench.downstream.reward_adapter import render_policy_prompt, tokenize_prompt
+
+    return [len(tokenize_prompt(tok, render_policy_prompt(tok, r))) for r in rows]
+
+
+def test_trim_drops_posts_and_filter_drops_prompts(tiny_policy):
+    from transformers import AutoTokenizer
+
+    from prbench.downstream.prompt_rows import cap_prompt_rows, filter_long_prompts
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_policy))
+    rows = _rows_with_posts(8, posts=4)
+    rows[3]["profile"] = rows[3]["profile"] * 6  # two prompts far longer than the others
+    rows[6]["profile"] = rows[6]["profile"] * 6
+    lengths = _lengths(tok, rows)
+    limit = sorted(lengths)[-3]  # the two long prompts are over it, the others fit
+    assert sum(n > limit for n in lengths) == 2
+
+    trimmed, st = cap_prompt_rows(rows, tok, limit, "trim")
+    assert len(trimmed) == 8 and st["prompts_capped"] == 2 and st["prompts_filtered"] == 0
+    assert max(_lengths(tok, trimmed)) <= limit
+    assert trimmed[3]["profile"] == rows[3]["profile"][:len(trimmed[3]["profile"])]  # the best-ranked stay
+
+    kept, st = cap_prompt_rows(rows, tok, limit, "filter")
+    assert [r["question_id"] for r in kept] == [r["question_id"] for i, r in enumerate(rows) if i not in (3, 6)]
+    assert st == {"prompts_capped": 0, "posts_dropped": 0, "prompts_filtered": 2}
+    assert kept == [rows[i] for i in (0, 1, 2, 4, 5, 7)]  # untouched
+
+    kept2, st2 = filter_long_prompts(rows, str(tiny_policy), False, limit, "filter", "grpo")
+    assert kept2 == kept and st2 == {"prompts_filtered": 2}
+    assert filter_long_prompts(rows, str(tiny_policy), False, limit, "trim", "grpo") == (rows, {"prompts_filtered": 0})
+    with pytest.raises(ValueError, match="grpo.max_prompt_tokens / grpo.long_prompts"):
+        filter_long_prompts(rows, str(tiny_policy), False, 3, "filter", "grpo")
+    with pytest.raises(ValueError, match="ppo.long_prompts"):
+        cap_prompt_rows(rows, tok, limit, "drop")
+
+
+def test_ppo_filter_counts_in_the_summary_and_trains_on_the_kept_prompts(tiny_policy, tmp_path):
+    """ppo.long_prompts filter: the run trains one pass over the kept prompts and its summary
+    counts the filtered ones; ppo per subset (train_ppo's `subset`) keeps only that subset's."""
+    from ppo_tiny import LengthRM
+    from transformers import AutoTokenizer
+
+    from prbench.downstream.ppo.train import train_ppo
+    from prbench.io import write_jsonl
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_policy))
+    rows = _rows_with_posts(10, posts=2)
+    for i in (1, 4):
+        rows[i]["profile"] = rows[i]["profile"] * 20
+    limit = sorted(_lengths(tok, rows))[-3]
+    write_jsonl(tmp_path / "train.jsonl", rows)
+    cfg = dict(BASE, batch_size=2, mini_batch_size=2, total_episodes=None, response_length=4,
+               max_prompt_tokens=limit, long_prompts="filter")
+    out = tmp_path / "run"
+    s = train_ppo(str(tiny_policy), None, tmp_path / "train.jsonl", out, out / "model", out / "log.csv", cfg, seed=0,
+                  rm=LengthRM(), device="cpu", subset="B")  # B: rows 1, 3, 5, 7, 9; row 1 is too long
+    assert s["prompts_filtered"] == 1 and s["prompts"] == 4
+    assert s["episodes"] == 4 and s["steps"] == 2
+    assert s["prompts_capped"] == 0

@@ -25,7 +25,7 @@ from ..judge import JudgeItem, judge_items_cached, load_judge, shard_name
 from ..seeding import stable_seed
 from ..stats import bootstrap_ci
 from .policy import generate_answers, load_policy_model
-from .prompt_rows import load_prompt_rows, select_eval_prompts
+from .prompt_rows import limit_posts, load_prompt_rows, select_eval_prompts
 
 log = logging.getLogger("prbench.downstream.evaluation")
 
@@ -47,9 +47,22 @@ def policy_answers(model_path: str, prompts: Sequence[dict], ppo_cfg: dict, seed
     return [{"question_id": p["question_id"], "subset": p["subset"], "answer": a[0]} for p, a in zip(prompts, answers)]
 
 
+def eval_prompt_rows(eval_prompts: str, ppo_cfg: dict, subset: str | None = None) -> list[dict]:
+    """The evaluation prompts: the first `ppo.eval_questions_per_subset` questions of each subset
+    (only `subset`'s when given: a per-subset PPO run), each showing its first `ppo.eval_posts`
+    profile posts (all when null)."""
+    ppo_cfg = entry_with_defaults(ppo_cfg, "ppo")
+    rows = select_eval_prompts(load_prompt_rows(eval_prompts), ppo_cfg["eval_questions_per_subset"])
+    if subset is not None:
+        rows = [r for r in rows if r["subset"] == subset]
+        if not rows:
+            raise ValueError(f"{eval_prompts}: no evaluation questions of subset {subset!r}")
+    return limit_posts(rows, ppo_cfg["eval_posts"])
+
+
 def write_base_answers(policy_path: str, eval_prompts: str, out_path: str, ppo_cfg: dict, seed: int,
                        trust_remote_code: bool = False, device: str = "auto") -> int:
-    prompts = select_eval_prompts(load_prompt_rows(eval_prompts), ppo_cfg.get("eval_questions_per_subset"))
+    prompts = eval_prompt_rows(eval_prompts, ppo_cfg)
     return write_jsonl(out_path, policy_answers(policy_path, prompts, ppo_cfg, seed, trust_remote_code, device))
 
 
@@ -105,8 +118,8 @@ def judge_policy(answers: Sequence[dict], base_answers: Sequence[dict], aspects:
 
 def eval_policy(model_dir: str, base_answers_path: str, eval_prompts: str, judge_keys: str, judge_cfg: dict,
                 cache_dir: str, out_path: str, ppo_cfg: dict, seed: int, trust_remote_code: bool = False,
-                device: str = "auto") -> dict:
-    prompts = select_eval_prompts(load_prompt_rows(eval_prompts), ppo_cfg.get("eval_questions_per_subset"))
+                device: str = "auto", subset: str | None = None) -> dict:
+    prompts = eval_prompt_rows(eval_prompts, ppo_cfg, subset)
     answers = policy_answers(model_dir, prompts, ppo_cfg, seed, trust_remote_code, device)
     judge = load_judge(judge_cfg, seed)
     rows = judge_policy(answers, read_jsonl(base_answers_path), load_judge_aspects(judge_keys),

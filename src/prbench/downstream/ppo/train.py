@@ -48,7 +48,7 @@ from ...rms import load_reward_model
 from ...seeding import seed_everything, stable_seed
 from ..checkpoints import CKPT_PREFIX, fingerprint, latest_checkpoint, list_checkpoints
 from ..policy import load_policy_model
-from ..prompt_rows import base_reference_answers, cap_prompt_rows, load_prompt_rows, render_key
+from ..prompt_rows import base_reference_answers, cap_prompt_rows, filter_long_prompts, load_prompt_rows, render_key
 from ..reward_adapter import PromptIndex, RewardAdapter
 from .checkpoint import PromptBatches, rng_state, set_rng_state
 from .rollout import releasing_rollout_scores
@@ -59,7 +59,7 @@ log = logging.getLogger("prbench.downstream.ppo.train")
 TRAIN_KEYS = ("actor_lr", "critic_lr", "batch_size", "mini_batch_size", "ppo_epochs", "total_episodes",
               "response_length", "temperature", "kl_coef", "nan_reward", "per_device_batch_size",
               "local_rollout_forward_batch_size", "gradient_checkpointing", "max_prompt_tokens", "world_size",
-              "reward_scale", "gae_lambda", "cliprange_value", "lr_scheduler", "weight_decay")
+              "reward_scale", "gae_lambda", "cliprange_value", "lr_scheduler", "weight_decay", "long_prompts")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,7 +306,9 @@ class _PPORun:
         from datasets import Dataset
 
         s = self.settings
-        self.prompt_rows, self.cap_stats = cap_prompt_rows(self.prompt_rows, tok, s["max_prompt_tokens"])
+        self.prompt_rows, self.cap_stats = cap_prompt_rows(self.prompt_rows, tok, s["max_prompt_tokens"], "trim",
+                                                           "ppo")
+        self.cap_stats.pop("prompts_filtered")  # filtering (ppo.long_prompts filter) ran before: train_ppo
         if self.cap_stats["prompts_capped"]:
             log.warning("ppo.max_prompt_tokens %d: dropped %d lowest-ranked profile posts from %d of %d prompts",
                         s["max_prompt_tokens"], self.cap_stats["posts_dropped"], self.cap_stats["prompts_capped"],
@@ -423,14 +425,24 @@ def train_ppo(
     device: str = "auto",
     rm=None,
     callbacks: Sequence = (),
+    subset: str | None = None,
 ) -> dict:
     """Train (or resume) one PPO run; write the final policy to `model_out` and the curves to `log_csv`.
 
     `rm_spec` is the RM spec for `prbench.rms.load_reward_model` (ignored when an `rm` object is
     given, as tests do). `callbacks` are extra trl callbacks, run after the checkpoint callback.
-    Returns a summary dict (steps, resumed_from, reward failures).
+    `subset` (ppo.per_subset) keeps only that subset's training prompts. Over-long prompts are
+    trimmed or filtered out first (ppo.long_prompts; `prompts_filtered` in the summary).
+    Returns a summary dict (steps, resumed_from, reward failures, prompt counts).
     """
     rows = load_prompt_rows(train_prompts)
+    if subset is not None:  # ppo.per_subset: this run trains on one subset's prompts
+        rows = [r for r in rows if r["subset"] == subset]
+        if not rows:
+            raise ValueError(f"{train_prompts}: no training prompts of subset {subset!r} (ppo.per_subset)")
+    cfg_full = entry_with_defaults(ppo_cfg, "ppo")
+    rows, filtered = filter_long_prompts(rows, policy_path, trust_remote_code, cfg_full["max_prompt_tokens"],
+                                         cfg_full["long_prompts"], "ppo")
     settings = resolve_settings(ppo_cfg, len(rows))
     # One seed for every run (same prompt order for all RMs), derived from the config seed.
     run_seed = stable_seed(seed, "ppo") % (2**31)
@@ -460,7 +472,7 @@ def train_ppo(
         "steps": settings["total_steps"], "episodes": settings["total_episodes"], "resumed_from": resumed_from,
         "reward_failures": int(failures), "reward_scored": int(scored), "processes": settings["world_size"],
         "micro_batch_size": settings["micro_batch_size"], "gradient_accumulation": settings["gradient_accumulation"],
-        **run.cap_stats,
+        "prompts": len(rows), **run.cap_stats, **filtered,
     }
     if summary["reward_failures"]:
         log.warning("PPO %s: RM failed on %d of %d rollouts (nan_reward=%g used)", run_name,
