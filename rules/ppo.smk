@@ -1,4 +1,6 @@
-# PPO downstream: one trl PPO run per (policy, RM), judged against the base policy.
+# PPO downstream: one trl PPO run per (policy, RM), judged against the base policy; with ppo.per_subset
+# (the authors') one run per (policy, RM, subset), the same files under results/ppo/{policy}/{rm}/{subset}/
+# (rule train_ppo_subset), each trained on its subset's prompts and evaluated on its questions.
 #   results/ppo/{policy}/{rm}/model/               trained policy (HF folder)
 #   results/ppo/{policy}/{rm}/train_log.csv        reward / KL / entropy (+ trl stats) per PPO step
 #   results/ppo/{policy}/{rm}/checkpoints/         rotating resume checkpoint (not a declared output,
@@ -80,9 +82,34 @@ rule train_ppo:
         "../workflow_scripts/train_ppo.py"
 
 
+# ppo.per_subset: the same job on one subset's training prompts (params `subset`), one folder deeper.
+use rule train_ppo as train_ppo_subset with:
+    output:
+        model=directory("results/ppo/{policy}/{rm}/{subset}/model"),
+        train_log="results/ppo/{policy}/{rm}/{subset}/train_log.csv",
+        summary="results/ppo/{policy}/{rm}/{subset}/train_summary.json",
+    log:
+        "logs/ppo/{policy}/{rm}/{subset}/train.log",
+    benchmark:
+        "job_times/ppo/{policy}/{rm}/{subset}/train.tsv"
+    params:
+        prompts=canon(PROMPTS),
+        policy_path=lambda wc: POLICY_PATH[wc.policy],
+        trust_remote_code=lambda wc: POLICY_TRUST[wc.policy],
+        rm_spec=lambda wc: DOWNSTREAM_RM_SPEC[wc.rm],
+        ppo=PPO_TRAIN,
+        seed=SEED,
+        out_dir=lambda wc: f"results/ppo/{wc.policy}/{wc.rm}/{wc.subset}",
+        subset=lambda wc: wc.subset,
+
+
+# (policy, rm, subset) of every PPO run ("" = pooled) and its folder
+PPO_RUNS = method_runs("ppo")
+
+
 rule ppo_table:
     input:
-        judged=expand("results/ppo/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=RMS),
+        judged=[f"{run_dir('ppo', p, r, s)}/eval_judged.jsonl" for p, r, s in PPO_RUNS],
     output:
         "results/tables/ppo.csv",
     log:
@@ -96,7 +123,7 @@ rule ppo_table:
         mem_mb=2000,
         runtime=10,
     params:
-        runs=[[p, r] for p in POLICIES for r in RMS],
+        runs=[[p, r, s] for p, r, s in PPO_RUNS],
         bootstrap=PPO["bootstrap"],
         seed=SEED,
     script:
@@ -105,4 +132,4 @@ rule ppo_table:
 
 if PPO_ENABLED:
     ALL_TARGETS.append("results/tables/ppo.csv")
-    ALL_TARGETS.extend(expand("results/ppo/{policy}/{rm}/train_log.csv", policy=POLICIES, rm=RMS))
+    ALL_TARGETS.extend(f"{run_dir('ppo', p, r, s)}/train_log.csv" for p, r, s in PPO_RUNS)

@@ -192,3 +192,34 @@ def test_ppo_filter_counts_in_the_summary_and_trains_on_the_kept_prompts(tiny_po
     assert s["prompts_filtered"] == 1 and s["prompts"] == 4
     assert s["episodes"] == 4 and s["steps"] == 2
     assert s["prompts_capped"] == 0
+
+
+# ---- ppo.per_subset: the tables over a (policy, rm)'s per-subset runs ----------------------------
+def test_per_subset_runs_pool_question_weighted_and_report_each_subset(tmp_path):
+    import numpy as np
+
+    from prbench.downstream import judged_measures
+    from prbench.downstream.evaluation import outcome, policy_table_rows
+    from prbench.io import write_jsonl
+
+    def judged(subset, scores):
+        return [{"question_id": f"{subset}{i}", "subset": subset, "answer": "x", "score": s, "base_score": 1.0,
+                 "outcome": outcome(s, 1.0)} for i, s in enumerate(scores)]
+
+    a, b = [2.0, 2.0, 0.0, 2.0], [0.0, 1.0]  # 4 questions in A, 2 in B
+    write_jsonl(tmp_path / "A.jsonl", judged("A", a))
+    write_jsonl(tmp_path / "B.jsonl", judged("B", b))
+    runs = {("pol", "rm"): [tmp_path / "A.jsonl", tmp_path / "B.jsonl"]}
+    table = policy_table_rows(runs, 100, 0).set_index("subset")
+    assert list(table.index) == ["all", "A", "B"]
+    assert table.loc["all", "mean"] == pytest.approx(np.mean(a + b))  # question-weighted, not (1.5 + 0.5) / 2
+    assert table.loc["all", "n_questions"] == 6
+    assert table.loc["A", "mean"] == pytest.approx(1.5) and table.loc["B", "mean"] == pytest.approx(0.5)
+    assert (table.loc["A", "win_rate"], table.loc["B", "loss_rate"]) == (0.75, 0.5)
+    m = judged_measures("ppo", runs)
+    scores = m[m["measure"] == "judge_score"]
+    assert list(scores["subset"]) == ["A"] * 4 + ["B"] * 2 and scores["value"].mean() == pytest.approx(np.mean(a + b))
+    with pytest.raises(ValueError, match="also judged in"):  # the same question from two runs
+        judged_measures("ppo", {("pol", "rm"): [tmp_path / "A.jsonl", tmp_path / "A.jsonl"]})
+    with pytest.raises(ValueError, match="more than one"):
+        policy_table_rows({("pol", "rm"): [tmp_path / "A.jsonl", tmp_path / "A.jsonl"]}, 10, 0)

@@ -4,8 +4,10 @@ The trained policy and the untrained base policy answer the same evaluation ques
 `ppo.eval_questions_per_subset` of each subset, `prompt_rows.select_eval_prompts`; greedy unless
 `ppo.eval_greedy` is false), the cached judge (`prbench.judge`, as for BoN) scores both answers
 against each question's rubric aspects, and each question's outcome is a win, tie or loss against
-the base policy. `write_policy_table` summarises one row per (policy, rm): bootstrap mean and CI of
-the judge score, base mean, win/tie/loss rates and the count of unparseable judgements.
+the base policy. `write_policy_table` summarises each (policy, rm) over all its questions (subset
+"all") and per subset: bootstrap mean and CI of the judge score, base mean, win/tie/loss rates and
+the count of unparseable judgements. With `ppo.per_subset` a (policy, rm) has one PPO run per
+subset, each evaluated on its subset's questions (`eval_prompt_rows(..., subset)`).
 Rules: `base_answers`, `eval_policy`, `judged_measures` (rules/evaluation.smk), `ppo_table` / `grpo_table`
 (rules/ppo.smk, rules/grpo.smk).
 """
@@ -24,6 +26,7 @@ from ..io import read_jsonl, write_csv, write_jsonl
 from ..judge import JudgeItem, judge_items_cached, load_judge, shard_name
 from ..seeding import stable_seed
 from ..stats import bootstrap_ci
+from . import run_files
 from .policy import generate_answers, load_policy_model
 from .prompt_rows import limit_posts, load_prompt_rows, select_eval_prompts
 
@@ -132,39 +135,56 @@ def eval_policy(model_dir: str, base_answers_path: str, eval_prompts: str, judge
     return {"n": len(rows), "judge_failures": fails}
 
 
-TABLE_COLUMNS = ["policy", "rm", "n_questions", "mean", "ci_low", "ci_high", "base_mean",
+TABLE_COLUMNS = ["policy", "rm", "subset", "n_questions", "mean", "ci_low", "ci_high", "base_mean",
                  "win_rate", "tie_rate", "loss_rate", "judge_failures"]
+ALL_SUBSETS = "all"  # the `subset` of a (policy, rm)'s row over all its questions
 
 
-def policy_table_rows(runs: dict[tuple[str, str], str], n_boot: int, seed: int) -> pd.DataFrame:
-    """One row per (policy, rm) from its eval_judged.jsonl (NaN judge scores excluded, counted)."""
+def policy_table_rows(runs: dict[tuple[str, str], str | Sequence[str]], n_boot: int, seed: int) -> pd.DataFrame:
+    """Rows per (policy, rm) from its eval_judged.jsonl files (one, or one per subset when PPO
+    trains per subset): first over all its questions (`subset` "all": with per-subset runs the
+    question-weighted mean over the subsets), then one row per subset. NaN judge scores are
+    excluded and counted."""
     out = []
-    for (policy, rm), path in sorted(runs.items()):
-        df = pd.DataFrame(read_jsonl(path))
-        if df.empty:
-            raise ValueError(f"{path}: no judged answers")
-        scores = df["score"].astype(float).to_numpy()
-        base = df["base_score"].astype(float).to_numpy()
-        oc = df["outcome"].astype(float).to_numpy()
-        ok, okb, oko = np.isfinite(scores), np.isfinite(base), np.isfinite(oc)
-        mean, lo, hi = bootstrap_ci(scores[ok], n_boot=n_boot, seed=stable_seed(seed, "ppo-table", policy, rm))
-        n_cmp = int(oko.sum())
-        if not (ok.all() and okb.all()):
-            log.warning("%s/%s: %d trained and %d base answers without a judge score (unparseable): only "
-                        "those answers (and their comparisons) are left out; counted in judge_failures",
-                        policy, rm, int((~ok).sum()), int((~okb).sum()))
-        out.append({
-            "policy": policy, "rm": rm, "n_questions": int(len(df)), "mean": mean, "ci_low": lo, "ci_high": hi,
-            "base_mean": float(base[okb].mean()) if okb.any() else float("nan"),
-            "win_rate": float((oc[oko] == 1.0).mean()) if n_cmp else float("nan"),
-            "tie_rate": float((oc[oko] == 0.5).mean()) if n_cmp else float("nan"),
-            "loss_rate": float((oc[oko] == 0.0).mean()) if n_cmp else float("nan"),
-            "judge_failures": int((~ok).sum() + (~okb).sum()),
-        })
+    for (policy, rm), paths in sorted(runs.items()):
+        frames = [pd.DataFrame(read_jsonl(path)) for path in run_files(paths)]
+        for path, f in zip(run_files(paths), frames):
+            if f.empty:
+                raise ValueError(f"{path}: no judged answers")
+        df = pd.concat(frames, ignore_index=True)
+        dup = df["question_id"][df["question_id"].duplicated()].unique().tolist()
+        if dup:
+            raise ValueError(f"{policy}/{rm}: question(s) {dup[:3]} judged in more than one of {run_files(paths)}")
+        out.append(_table_row(df, policy, rm, ALL_SUBSETS, n_boot, stable_seed(seed, "ppo-table", policy, rm)))
+        for subset, part in df.groupby("subset", sort=False):
+            out.append(_table_row(part, policy, rm, str(subset), n_boot,
+                                  stable_seed(seed, "ppo-table", policy, rm, str(subset))))
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
 
 
-def write_policy_table(runs: dict[tuple[str, str], str], out_csv: str, n_boot: int, seed: int) -> pd.DataFrame:
+def _table_row(df: pd.DataFrame, policy: str, rm: str, subset: str, n_boot: int, seed: int) -> dict:
+    scores = df["score"].astype(float).to_numpy()
+    base = df["base_score"].astype(float).to_numpy()
+    oc = df["outcome"].astype(float).to_numpy()
+    ok, okb, oko = np.isfinite(scores), np.isfinite(base), np.isfinite(oc)
+    mean, lo, hi = bootstrap_ci(scores[ok], n_boot=n_boot, seed=seed)
+    n_cmp = int(oko.sum())
+    if subset == ALL_SUBSETS and not (ok.all() and okb.all()):
+        log.warning("%s/%s: %d trained and %d base answers without a judge score (unparseable): only "
+                    "those answers (and their comparisons) are left out; counted in judge_failures",
+                    policy, rm, int((~ok).sum()), int((~okb).sum()))
+    return {
+        "policy": policy, "rm": rm, "subset": subset, "n_questions": int(len(df)), "mean": mean, "ci_low": lo,
+        "ci_high": hi, "base_mean": float(base[okb].mean()) if okb.any() else float("nan"),
+        "win_rate": float((oc[oko] == 1.0).mean()) if n_cmp else float("nan"),
+        "tie_rate": float((oc[oko] == 0.5).mean()) if n_cmp else float("nan"),
+        "loss_rate": float((oc[oko] == 0.0).mean()) if n_cmp else float("nan"),
+        "judge_failures": int((~ok).sum() + (~okb).sum()),
+    }
+
+
+def write_policy_table(runs: dict[tuple[str, str], str | Sequence[str]], out_csv: str, n_boot: int,
+                       seed: int) -> pd.DataFrame:
     df = policy_table_rows(runs, n_boot, seed)
     write_csv(out_csv, df)
     return df
