@@ -14,11 +14,6 @@ FIG_SIGNALS = canon(DS.figure_signals(config, DOWNSTREAM))
 TRAINING = [m for m in DOWNSTREAM if DS.REGISTRY[m].train_log]
 
 
-def training_runs(method):
-    """[policy, run label] of each run of a method with a training figure: rm, or rm/subset (ppo.per_subset)."""
-    return [[p, f"{r}/{s}" if s else r] for p, r, s in method_runs(method)]
-
-
 FIGURES = ["accuracy", "bon_curves", "scatter", "correlations"] + [f"{m}_training" for m in TRAINING]
 # Outputs of each figure rule: the PNG goes into the HTML report with its caption, the PDF beside it.
 FIG_OUT = {

@@ -42,7 +42,17 @@ def method_runs(method):
 
 def run_dir(method, policy, rm, subset=""):
     """The folder of one run: results/{method}/{policy}/{rm}[/{subset}]."""
-    return f"results/{method}/{policy}/{rm}" + (f"/{subset}" if subset else "")
+    return Path("results", method, policy, rm, subset).as_posix()  # subset "": no part
+
+
+def judged_files(wildcards):
+    """Input function: a trained-policy method's eval_judged.jsonl files, one per run (method_runs)."""
+    return [f"{run_dir(wildcards.method, p, r, s)}/eval_judged.jsonl" for p, r, s in method_runs(wildcards.method)]
+
+
+def training_runs(method):
+    """[policy, run label] of each run of a method: rm, or rm/subset (ppo.per_subset)."""
+    return [[p, f"{r}/{s}" if s else r] for p, r, s in method_runs(method)]
 
 
 # Each stage's .smk appends its final products here; `rule all` asks for them.

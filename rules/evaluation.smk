@@ -101,11 +101,6 @@ use rule eval_policy as eval_policy_subset with:
         subset=lambda wc: wc.subset,
 
 
-def judged_files(wildcards):
-    """A trained-policy method's eval_judged.jsonl files, one per run (method_runs)."""
-    return [f"{run_dir(wildcards.method, p, r, s)}/eval_judged.jsonl" for p, r, s in method_runs(wildcards.method)]
-
-
 rule judged_measures:
     input:
         judged=judged_files,
