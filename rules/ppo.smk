@@ -43,7 +43,8 @@ PPO_TRAIN = pick(
 )
 # GPUs of each train_ppo job from the memory plan: ppo.gpus, else the smallest count that fits
 # resources.gpu_mem_gb; 0 in the demo (CPU). A plan that does not fit stops here, naming the run and
-# the keys; with ppo disabled there is no train_ppo job and nothing is planned.
+# the keys; with ppo disabled there is no train_ppo job and nothing is planned. A per-subset run
+# (train_ppo_subset, ppo.per_subset) gets its (policy, RM)'s plan: the same batch, prompt and response limits.
 PPO_GPUS = gpus_per_run(config, POLICIES, RMS) if PPO_ENABLED else {}
 
 
