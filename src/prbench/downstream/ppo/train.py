@@ -410,6 +410,20 @@ class _PPORun:
     extra_callbacks: Sequence = ()
 
 
+def train_rows(train_prompts, ppo_cfg: dict, subset: str | None, policy_path: str,
+               trust_remote_code: bool) -> tuple[list[dict], dict]:
+    """The run's training prompt rows: one subset's (ppo.per_subset) or all, over-long ones left out
+    under ppo.long_prompts `filter` (counted: {"prompts_filtered": n})."""
+    rows = load_prompt_rows(train_prompts)
+    if subset is not None:
+        rows = [r for r in rows if r["subset"] == subset]
+        if not rows:
+            raise ValueError(f"{train_prompts}: no training prompts of subset {subset!r} (ppo.per_subset)")
+    full = entry_with_defaults(ppo_cfg, "ppo")
+    return filter_long_prompts(rows, policy_path, trust_remote_code, full["max_prompt_tokens"],
+                               full["long_prompts"], "ppo")
+
+
 def train_ppo(
     policy_path: str,
     rm_spec: dict | None,
@@ -431,18 +445,10 @@ def train_ppo(
 
     `rm_spec` is the RM spec for `prbench.rms.load_reward_model` (ignored when an `rm` object is
     given, as tests do). `callbacks` are extra trl callbacks, run after the checkpoint callback.
-    `subset` (ppo.per_subset) keeps only that subset's training prompts. Over-long prompts are
-    trimmed or filtered out first (ppo.long_prompts; `prompts_filtered` in the summary).
+    `subset` (ppo.per_subset): that subset's prompts only (`train_rows`, also ppo.long_prompts).
     Returns a summary dict (steps, resumed_from, reward failures, prompt counts).
     """
-    rows = load_prompt_rows(train_prompts)
-    if subset is not None:  # ppo.per_subset: this run trains on one subset's prompts
-        rows = [r for r in rows if r["subset"] == subset]
-        if not rows:
-            raise ValueError(f"{train_prompts}: no training prompts of subset {subset!r} (ppo.per_subset)")
-    cfg_full = entry_with_defaults(ppo_cfg, "ppo")
-    rows, filtered = filter_long_prompts(rows, policy_path, trust_remote_code, cfg_full["max_prompt_tokens"],
-                                         cfg_full["long_prompts"], "ppo")
+    rows, filtered = train_rows(train_prompts, ppo_cfg, subset, policy_path, trust_remote_code)
     settings = resolve_settings(ppo_cfg, len(rows))
     # One seed for every run (same prompt order for all RMs), derived from the config seed.
     run_seed = stable_seed(seed, "ppo") % (2**31)
