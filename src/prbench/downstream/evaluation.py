@@ -1,13 +1,14 @@
 """Evaluation of a trained policy (PPO, GRPO: every trained-policy method) and its table.
 
 The trained policy and the untrained base policy answer the same evaluation questions (the first
-`ppo.eval_questions_per_subset` of each subset, `prompt_rows.select_eval_prompts`; greedy unless
-`ppo.eval_greedy` is false), the cached judge (`prbench.judge`, as for BoN) scores both answers
-against each question's rubric aspects, and each question's outcome is a win, tie or loss against
-the base policy. `write_policy_table` summarises each (policy, rm) over all its questions (subset
-"all") and per subset: bootstrap mean and CI of the judge score, base mean, win/tie/loss rates and
-the count of unparseable judgements. With `ppo.per_subset` a (policy, rm) has one PPO run per
-subset, each evaluated on its subset's questions (`eval_prompt_rows(..., subset)`).
+`ppo.eval_questions_per_subset` of each subset, `prompt_rows.select_eval_prompts`, each showing its
+first `ppo.eval_posts` profile posts; greedy unless `ppo.eval_greedy` is false), the cached judge
+(`prbench.judge`, as for BoN) scores both answers against each question's rubric aspects, and each
+question's outcome is a win, tie or loss against the base policy. `write_policy_table` summarises
+each (policy, rm) over all its questions (subset "all") and per subset: bootstrap mean and CI of
+the judge score, base mean, win/tie/loss rates and the count of unparseable judgements. With
+`ppo.per_subset` a (policy, rm) has one PPO run per subset, each evaluated on its subset's
+questions (`eval_prompt_rows(..., subset)`).
 Rules: `base_answers`, `eval_policy`, `judged_measures` (rules/evaluation.smk), `ppo_table` / `grpo_table`
 (rules/ppo.smk, rules/grpo.smk).
 """
