@@ -12,6 +12,8 @@ RUN_KEYS = [[policy, rm] for policy in POLICIES for rm in RMS]
 # The signal per method shown in the scatter and comparison figures (the table has all of them).
 FIG_SIGNALS = canon(DS.figure_signals(config, DOWNSTREAM))
 TRAINING = [m for m in DOWNSTREAM if DS.REGISTRY[m].train_log]
+
+
 FIGURES = ["accuracy", "bon_curves", "scatter", "correlations"] + [f"{m}_training" for m in TRAINING]
 # Outputs of each figure rule: the PNG goes into the HTML report with its caption, the PDF beside it.
 FIG_OUT = {
@@ -167,7 +169,8 @@ rule fig_correlations:
 
 rule fig_training:
     input:
-        lambda wc: [DS.REGISTRY[wc.method].train_log.format(policy=p, rm=r) for p, r in RUN_KEYS],
+        # a per-subset run's log (ppo.per_subset) is the pattern with rm "{rm}/{subset}": one curve per run
+        lambda wc: [DS.REGISTRY[wc.method].train_log.format(policy=p, rm=r) for p, r in training_runs(wc.method)],
     output:
         **FIG_OUT["training"],
     log:
@@ -184,7 +187,7 @@ rule fig_training:
         runtime=5,
     params:
         figure="training",
-        run_keys=RUN_KEYS,
+        run_keys=lambda wc: training_runs(wc.method),
         label=lambda wc: DS.label(wc.method),
         smooth=1,
     script:

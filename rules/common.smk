@@ -28,6 +28,33 @@ DOWNSTREAM = DS.enabled(config)
 # Methods that train one policy per RM, evaluated by the shared rule eval_policy (rules/evaluation.smk).
 TRAINED_METHODS = [m for m in DOWNSTREAM if DS.REGISTRY[m].trained_policy]
 
+# ppo.per_subset (the authors'): one PPO run per (policy, RM, subset) in results/ppo/{policy}/{rm}/{subset}/,
+# trained on that subset's prompts and evaluated on its questions; false: one pooled run per (policy, RM) in
+# results/ppo/{policy}/{rm}/ (every other trained-policy method is pooled).
+PPO_PER_SUBSET = bool(config["ppo"]["per_subset"])
+
+
+def method_runs(method):
+    """(policy, rm, subset) of each run of a trained-policy method; subset "" = a pooled run."""
+    subsets = SUBSETS if method == "ppo" and PPO_PER_SUBSET else [""]
+    return [(p, r, s) for p in POLICIES for r in RMS for s in subsets]
+
+
+def run_dir(method, policy, rm, subset=""):
+    """The folder of one run: results/{method}/{policy}/{rm}[/{subset}]."""
+    return Path("results", method, policy, rm, subset).as_posix()  # subset "": no part
+
+
+def judged_files(wildcards):
+    """Input function: a trained-policy method's eval_judged.jsonl files, one per run (method_runs)."""
+    return [f"{run_dir(wildcards.method, p, r, s)}/eval_judged.jsonl" for p, r, s in method_runs(wildcards.method)]
+
+
+def training_runs(method):
+    """[policy, run label] of each run of a method: rm, or rm/subset (ppo.per_subset)."""
+    return [[p, f"{r}/{s}" if s else r] for p, r, s in method_runs(method)]
+
+
 # Each stage's .smk appends its final products here; `rule all` asks for them.
 ALL_TARGETS = []
 
@@ -38,6 +65,7 @@ wildcard_constraints:
     policy="|".join(POLICIES),
     baseline="|".join(BASELINES) if BASELINES else "__none__",
     method="|".join(DOWNSTREAM) if DOWNSTREAM else "__none__",
+    subset="|".join(SUBSETS),
 
 
 def rm_entry(name):

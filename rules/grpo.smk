@@ -36,6 +36,7 @@ GRPO_TRAIN = pick(
         "per_device_batch_size",
         "gradient_checkpointing",
         "max_prompt_tokens",
+        "long_prompts",
         "save_steps",
     ],
 )

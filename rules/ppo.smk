@@ -1,4 +1,6 @@
-# PPO downstream: one trl PPO run per (policy, RM), judged against the base policy.
+# PPO downstream: one trl PPO run per (policy, RM), judged against the base policy; with ppo.per_subset
+# (the authors') one run per (policy, RM, subset), the same files under results/ppo/{policy}/{rm}/{subset}/
+# (rule train_ppo_subset), each trained on its subset's prompts and evaluated on its questions.
 #   results/ppo/{policy}/{rm}/model/               trained policy (HF folder)
 #   results/ppo/{policy}/{rm}/train_log.csv        reward / KL / entropy (+ trl stats) per PPO step
 #   results/ppo/{policy}/{rm}/checkpoints/         rotating resume checkpoint (not a declared output,
@@ -24,18 +26,25 @@ PPO_TRAIN = pick(
         "response_length",
         "temperature",
         "kl_coef",
+        "reward_scale",
         "nan_reward",
         "save_steps",
         "per_device_batch_size",
         "local_rollout_forward_batch_size",
         "gradient_checkpointing",
         "max_prompt_tokens",
+        "long_prompts",
         "gpus",
+        "gae_lambda",
+        "cliprange_value",
+        "lr_scheduler",
+        "weight_decay",
     ],
 )
 # GPUs of each train_ppo job from the memory plan: ppo.gpus, else the smallest count that fits
 # resources.gpu_mem_gb; 0 in the demo (CPU). A plan that does not fit stops here, naming the run and
-# the keys; with ppo disabled there is no train_ppo job and nothing is planned.
+# the keys; with ppo disabled there is no train_ppo job and nothing is planned. A per-subset run
+# (train_ppo_subset, ppo.per_subset) gets its (policy, RM)'s plan: the same batch, prompt and response limits.
 PPO_GPUS = gpus_per_run(config, POLICIES, RMS) if PPO_ENABLED else {}
 
 
@@ -74,9 +83,34 @@ rule train_ppo:
         "../workflow_scripts/train_ppo.py"
 
 
+# ppo.per_subset: the same job on one subset's training prompts (params `subset`), one folder deeper.
+use rule train_ppo as train_ppo_subset with:
+    output:
+        model=directory("results/ppo/{policy}/{rm}/{subset}/model"),
+        train_log="results/ppo/{policy}/{rm}/{subset}/train_log.csv",
+        summary="results/ppo/{policy}/{rm}/{subset}/train_summary.json",
+    log:
+        "logs/ppo/{policy}/{rm}/{subset}/train.log",
+    benchmark:
+        "job_times/ppo/{policy}/{rm}/{subset}/train.tsv"
+    params:
+        prompts=canon(PROMPTS),
+        policy_path=lambda wc: POLICY_PATH[wc.policy],
+        trust_remote_code=lambda wc: POLICY_TRUST[wc.policy],
+        rm_spec=lambda wc: DOWNSTREAM_RM_SPEC[wc.rm],
+        ppo=PPO_TRAIN,
+        seed=SEED,
+        out_dir=lambda wc: f"results/ppo/{wc.policy}/{wc.rm}/{wc.subset}",
+        subset=lambda wc: wc.subset,
+
+
+# (policy, rm, subset) of every PPO run ("" = pooled) and its folder
+PPO_RUNS = method_runs("ppo")
+
+
 rule ppo_table:
     input:
-        judged=expand("results/ppo/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=RMS),
+        judged=[f"{run_dir('ppo', p, r, s)}/eval_judged.jsonl" for p, r, s in PPO_RUNS],
     output:
         "results/tables/ppo.csv",
     log:
@@ -90,7 +124,7 @@ rule ppo_table:
         mem_mb=2000,
         runtime=10,
     params:
-        runs=[[p, r] for p in POLICIES for r in RMS],
+        runs=[[p, r, s] for p, r, s in PPO_RUNS],
         bootstrap=PPO["bootstrap"],
         seed=SEED,
     script:
@@ -99,4 +133,4 @@ rule ppo_table:
 
 if PPO_ENABLED:
     ALL_TARGETS.append("results/tables/ppo.csv")
-    ALL_TARGETS.extend(expand("results/ppo/{policy}/{rm}/train_log.csv", policy=POLICIES, rm=RMS))
+    ALL_TARGETS.extend(f"{run_dir('ppo', p, r, s)}/train_log.csv" for p, r, s in PPO_RUNS)

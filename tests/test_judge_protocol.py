@@ -159,8 +159,8 @@ def test_zero_scored_failures_reach_the_bon_and_policy_tables(tmp_path):
     _, table = bon_curves(samples, judged, rm, [1, 2], 2, "p", n_boot=10)
     assert (table["judge_failed_samples"] == 1).all() and (table["judge_nan_samples"] == 0).all()
     # the trained-policy table: a 0.0-scored failure is in the mean and in judge_failures
-    rows = [{"question_id": "q1", "score": 0.0, "base_score": 1.0, "outcome": 0.0, "judge_failures": 1},
-            {"question_id": "q2", "score": 2.0, "base_score": 1.0, "outcome": 1.0, "judge_failures": 0}]
+    rows = [{"question_id": "q1", "subset": "s", "score": 0.0, "base_score": 1.0, "outcome": 0.0, "judge_failures": 1},
+            {"question_id": "q2", "subset": "s", "score": 2.0, "base_score": 1.0, "outcome": 1.0, "judge_failures": 0}]
     write_jsonl(tmp_path / "eval.jsonl", rows)
     t = policy_table_rows({("p", "r"): str(tmp_path / "eval.jsonl")}, n_boot=10, seed=0)
     assert t.loc[0, "mean"] == 1.0 and t.loc[0, "judge_failures"] == 1

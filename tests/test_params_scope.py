@@ -129,3 +129,18 @@ def test_a_grpo_setting_reruns_only_grpo(scratch, tmp_path):
     jobs = _dry_run(scratch, _edit("grpo", "lr", 0.123), tmp_path, "grpo_lr")
     assert {"train_grpo", "eval_policy", "judged_measures", "grpo_table", "correlations", "fig_training"} <= jobs
     assert not jobs & {"train_ppo", "ppo_table", "base_answers", "bon_table", "score_bon"}
+
+
+def test_ppo_reward_scale_reaches_train_ppo(scratch, tmp_path):
+    """ppo.reward_scale is read by train_ppo (the reward it trains on), not by the evaluation."""
+    jobs = _dry_run(scratch, _edit("ppo", "reward_scale", 0.1), tmp_path, "ppo_reward_scale")
+    assert {"train_ppo", "eval_policy", "ppo_table"} <= jobs
+    assert not jobs & {"base_answers", "train_grpo", "grpo_table"}
+
+
+def test_ppo_eval_top_p_reaches_the_evaluation(scratch, tmp_path):
+    """ppo.eval_top_p is read by the evaluation's answer generation (base and trained policies),
+    never by a training job."""
+    jobs = _dry_run(scratch, _edit("ppo", "eval_top_p", 0.9), tmp_path, "ppo_eval_top_p")
+    assert {"base_answers", "eval_policy", "ppo_table", "grpo_table"} <= jobs
+    assert not jobs & {"train_ppo", "train_grpo"}

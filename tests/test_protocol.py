@@ -29,15 +29,6 @@ PENDING = {
     "scoring.pairwise_parse": "the pairwise evaluation keys (new key)",
     "scoring.pairwise_failure": "the pairwise evaluation keys (new key)",
     "reward_models.*.both_orders": "config.yaml still asks both orders (the authors: one)",
-    "scoring.max_length": "config.yaml keeps null (the model's own limit); the authors truncate at 8192",
-    "ppo.per_subset": "the PPO keys (new key)",
-    "ppo.eval_posts": "the PPO keys (new key)",
-    "ppo.long_prompts": "the PPO keys (new key)",
-    "grpo.long_prompts": "the PPO keys (new key)",
-    "ppo.gae_lambda": "the PPO keys (new key)",
-    "ppo.cliprange_value": "the PPO keys (new key)",
-    "ppo.lr_scheduler": "the PPO keys (new key)",
-    "ppo.weight_decay": "the PPO keys (new key)",
 }
 
 

@@ -181,7 +181,8 @@ def test_replica_config_mirrors_paper_config():
     assert judge_replica and judge_replica[0]["builder"] == "qwen2_chat"
     assert rep["prompts"] == paper["prompts"]
     assert set(rep["data"]["personalized"]["downstream"]) == set(paper["data"]["personalized"]["downstream"])
-    for key in ("kl_coef", "reward_scale", "eval_greedy", "eval_top_p"):
+    for key in ("kl_coef", "reward_scale", "eval_greedy", "eval_top_p", "gae_lambda", "cliprange_value", "lr_scheduler",
+                "weight_decay"):
         assert rep["ppo"][key] == paper["ppo"][key], key
     assert rep["bon"]["top_p"] == paper["bon"]["top_p"]
     for src in [rep["data"]["personalized"]["source"], rep["data"]["personalized"]["downstream"]["source"]] + \

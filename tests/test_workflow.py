@@ -41,7 +41,11 @@ def test_paper_config_dry_run_offline():
     counts = _job_counts(dry_run("--forceall", cores=4).out)
     assert counts.get("score_benchmark") == n_rm * n_bench
     assert counts.get("score_bon") == n_rm * n_pol
-    assert counts.get("train_ppo") == n_rm * n_pol
+    # the authors' PPO: one policy per RM and subset (ppo.per_subset), no pooled run
+    n_sub = len(cfg["data"]["personalized"]["subsets"])
+    assert cfg["ppo"]["per_subset"] is True
+    assert counts.get("train_ppo_subset") == n_rm * n_pol * n_sub and "train_ppo" not in counts
+    assert counts.get("eval_policy_subset") == n_rm * n_pol * n_sub
     assert counts.get("sample_bon") == cfg["bon"]["shards"] * n_pol
     # the paper config trains nothing of its own: models come from the hub
     assert "train_demo_rm" not in counts and "demo_world" not in counts

@@ -74,6 +74,10 @@ def check_config(config: dict) -> None:
         raise ConfigError("config key ppo.mini_batch_size: larger than ppo.batch_size")
     if ppo["batch_size"] % ppo["mini_batch_size"]:
         raise ConfigError("config key ppo.mini_batch_size: must divide ppo.batch_size")
+    top_k = config["retriever"]["top_k"]
+    if ppo["eval_posts"] is not None and ppo["eval_posts"] > top_k:
+        raise ConfigError(f"config key ppo.eval_posts: {ppo['eval_posts']} posts, but the prompts hold only "
+                          f"retriever.top_k = {top_k}")
     policies = config["policies"]
     for name, entry in config["reward_models"].items():
         key = f"reward_models.{name}"

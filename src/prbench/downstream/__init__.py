@@ -219,25 +219,45 @@ def read_measures(path: str | Path, method: str | None = None) -> pd.DataFrame:
     return df
 
 
-def judged_measures(method: str, runs: Mapping[tuple[str, str], str]) -> pd.DataFrame:
+def run_files(paths: str | Path | Sequence[str | Path]) -> list[str | Path]:
+    """The eval_judged.jsonl files of one (policy, rm): one path, or one per subset (ppo.per_subset)."""
+    return [paths] if isinstance(paths, (str, Path)) else list(paths)
+
+
+def judged_measures(method: str, runs: Mapping[tuple[str, str], str | Sequence[str]]) -> pd.DataFrame:
     """Measures of a trained-policy method from its runs' eval_judged.jsonl (rule eval_policy):
     judge_score (the trained policy's judge score) and win_rate (1 win / 0.5 tie / 0 loss against
-    the base policy's answer; NaN when either answer is unscored), one row each per question."""
+    the base policy's answer; NaN when either answer is unscored), one row each per question.
+    A (policy, rm) trained per subset (ppo.per_subset) gives one file per subset: each contributes
+    its subset's questions, so the rows have the pooled run's shape (a mean over them is the
+    question-weighted mean over the subsets)."""
     rows = []
-    for (policy, rm), path in runs.items():
-        n = 0
-        for lineno, row in enumerate(iter_jsonl(path), 1):
-            missing = [f for f in ("question_id", "subset", "score", "outcome") if f not in row]
-            if missing:
-                raise ValueError(f"{path}: row {lineno} lacks field(s) {missing}")
-            base = {"policy": policy, "rm": rm, "method": method, "estimator": "", "k": None,
-                    "question_id": str(row["question_id"]), "subset": str(row["subset"])}
-            rows.append({**base, "measure": "judge_score", "value": _num(row["score"])})
-            rows.append({**base, "measure": "win_rate", "value": _num(row["outcome"])})
-            n += 1
-        if n == 0:
-            raise ValueError(f"{path}: no judged answers")
+    for (policy, rm), paths in runs.items():
+        seen: dict[str, str] = {}
+        for path in run_files(paths):
+            new = _judged_rows(method, policy, rm, path)
+            twice = sorted({r["question_id"] for r in new} & set(seen))
+            if twice:
+                raise ValueError(f"{path}: question(s) {twice[:3]} of {policy}/{rm} also judged in {seen[twice[0]]}")
+            seen.update({r["question_id"]: str(path) for r in new})
+            rows.extend(new)
     return measure_frame(rows)
+
+
+def _judged_rows(method: str, policy: str, rm: str, path) -> list[dict]:
+    """Two measure rows (judge_score, win_rate) per judged question of one eval_judged.jsonl."""
+    rows = []
+    for lineno, row in enumerate(iter_jsonl(path), 1):
+        missing = [f for f in ("question_id", "subset", "score", "outcome") if f not in row]
+        if missing:
+            raise ValueError(f"{path}: row {lineno} lacks field(s) {missing}")
+        base = {"policy": policy, "rm": rm, "method": method, "estimator": "", "k": None,
+                "question_id": str(row["question_id"]), "subset": str(row["subset"])}
+        rows.append({**base, "measure": "judge_score", "value": _num(row["score"])})
+        rows.append({**base, "measure": "win_rate", "value": _num(row["outcome"])})
+    if not rows:
+        raise ValueError(f"{path}: no judged answers")
+    return rows
 
 
 def _num(v) -> float:
