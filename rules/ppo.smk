@@ -28,6 +28,7 @@ PPO_TRAIN = pick(
         "save_steps",
         "per_device_batch_size",
         "local_rollout_forward_batch_size",
+        "rollout_generation_batch_size",
         "gradient_checkpointing",
         "max_prompt_tokens",
         "gpus",
