@@ -6,7 +6,7 @@
 #   results/tables/ppo.csv                         mean judge score + bootstrap CI, win/tie/loss rates
 # The evaluation (base answers, judged answers, the downstream contract's measure table) is shared
 # with GRPO: rules/evaluation.smk.
-from prbench.downstream.ppo.memory import gpus_per_run
+from prbench.downstream.ppo.memory import generation_chunk_per_run, gpus_per_run
 
 PPO = config["ppo"]  # validated: the schema filled its defaults
 PPO_ENABLED = PPO["enabled"]
@@ -38,6 +38,8 @@ PPO_TRAIN = pick(
 # resources.gpu_mem_gb; 0 in the demo (CPU). A plan that does not fit stops here, naming the run and
 # the keys; with ppo disabled there is no train_ppo job and nothing is planned.
 PPO_GPUS = gpus_per_run(config, POLICIES, RMS) if PPO_ENABLED else {}
+# rows per rollout generate call: ppo.rollout_generation_batch_size, or the plan's largest that fits (None: demo)
+PPO_GEN_CHUNK = generation_chunk_per_run(config, POLICIES, RMS) if PPO_ENABLED else {}
 
 
 rule train_ppo:
@@ -69,6 +71,7 @@ rule train_ppo:
         trust_remote_code=lambda wc: POLICY_TRUST[wc.policy],
         rm_spec=lambda wc: DOWNSTREAM_RM_SPEC[wc.rm],
         ppo=PPO_TRAIN,
+        generation_chunk=lambda wc: PPO_GEN_CHUNK[(wc.policy, wc.rm)],
         seed=SEED,
         out_dir=lambda wc: f"results/ppo/{wc.policy}/{wc.rm}",
     script:
