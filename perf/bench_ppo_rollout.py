@@ -167,6 +167,9 @@ def main(argv=None) -> int:
           f"{a.threads} thread(s), {a.rounds} rounds")
     for k in arms:
         print(f"{k:9s} median {med[k]:7.2f} cpu-s  peak +{peak[k] / 2**20:8.1f} MiB")
+    print(f"sequential decode steps per rollout batch: scores@4 {BATCH // 4 * RESPONSE}, scores@16 {RESPONSE}, "
+          f"forward {RESPONSE} (on a GPU a decode step's time barely depends on its rows; on this CPU it grows "
+          "with them: sampling and the LM head run over the 151,936-entry vocabulary per row)")
     print(f"scores@16 vs scores@4: {med['scores@4'] / med['scores@16']:.2f}x faster, "
           f"peak memory {peak['scores@4'] / peak['scores@16']:.2f}x lower")
     print(f"rollout: {med['scores@4'] / med['forward']:.2f}x faster, peak memory {peak['scores@4'] / peak['forward']:.2f}x "

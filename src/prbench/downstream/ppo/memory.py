@@ -14,7 +14,7 @@ with the rollout scores released as read (`prbench.downstream.ppo.rollout`), cal
   activations of one layer over its prompts (3 x intermediate x 4 bytes per token) and a few
   float32 copies of one step's logits (`GEN_STEP_COPIES`); no scores are kept. Then, per chunk of
   `local_rollout_forward_batch_size` rows, the policy forward over the response positions (float32
-  logits and their temperature-scaled copy) and the reference forward over the full query +
+  logits, scaled in place, and the log-softmax's work, counted as a second copy) and the reference forward over the full query +
   response (bf16 logits over prompt + response tokens and a float32 log-softmax of the response
   slice); the largest of the three phases counts. Not yet measured on a GPU (no GPU was lent when
   it was written): its terms are sizes, not calibrated;
@@ -239,7 +239,7 @@ def _plan(policy: ModelShape, rm: ModelShape | None, ppo: dict, g: int, limit_gb
         gen = min(local, int(ppo["rollout_generation_batch_size"] or local))
         ga = generation_activations(policy, gen, P, T, kv_bytes=4, act_bytes=4)  # float32 policy
         gen_peak = ga["kv"] + max(ga["prefill"], ga["step"])
-        logprob_chunk = 2 * chunk * R * V * 4  # response logits and their temperature-scaled copy
+        logprob_chunk = 2 * chunk * R * V * 4  # response logits (scaled in place) and log-softmax work
         rollout_peak = max(gen_peak, logprob_chunk, ref_chunk)
         parts["rollout: generate of one generation chunk (KV cache, prefill, step logits)"] = gen_peak
         parts["rollout: policy logprob forward of one chunk (response logits, fp32)"] = logprob_chunk
