@@ -172,8 +172,8 @@ def main(argv=None) -> int:
           "with them: sampling and the LM head run over the 151,936-entry vocabulary per row)")
     print(f"scores@16 vs scores@4: {med['scores@4'] / med['scores@16']:.2f}x faster, "
           f"peak memory {peak['scores@4'] / peak['scores@16']:.2f}x lower")
-    print(f"rollout: {med['scores@4'] / med['forward']:.2f}x faster, peak memory {peak['scores@4'] / peak['forward']:.2f}x "
-          f"lower, max |logprob diff| {diff:.1e}")
+    speed, mem = med["scores@4"] / med["forward"], peak["scores@4"] / peak["forward"]
+    print(f"rollout: {speed:.2f}x faster, peak memory {mem:.2f}x lower, max |logprob diff| {diff:.1e}")
     return 0
 
 

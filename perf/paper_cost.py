@@ -94,8 +94,7 @@ def stages(cfg: dict, train_q: dict) -> list[dict]:
         raise SystemExit(f"config data.personalized.subsets: no known size for {missing} (perf/paper_cost.py)")
     q_test = sum(TEST_QUESTIONS[s] for s in subsets)
     rms = cfg["reward_models"]
-    pol_name, pol = next(iter(cfg["policies"].items()))
-    pol_params = float(pol.get("params_b") or 0.5) * 1e9
+    pol_name = next(iter(cfg["policies"]))
     judge = cfg["judge"]
     judge_gpus = 2 if float(judge.get("params_b") or 32) > 30 else 1
     judge_step = u("decode_32b_s") if judge_gpus == 2 else u("decode_7b_s")
@@ -207,7 +206,8 @@ def main(argv=None) -> int:
     print("unit costs:")
     for k in used:
         print(f"  {k} = {u(k):g}: {UNIT[k][1]}")
-    print(f"  data: personalized test {sum(TEST_QUESTIONS[s] for s in subsets):,} questions (perf/bench_judge_cost.py); "
+    n_test = sum(TEST_QUESTIONS[s] for s in subsets)
+    print(f"  data: personalized test {n_test:,} questions (perf/bench_judge_cost.py); "
           f"LaMP-QA train {sum(train_q[s] for s in subsets):,} prompts"
           + (" (--train-prompts)" if a.train_prompts else " (ASSUMED)"))
     print(f"total: {sum(r['gpu_h'] for r in rows):.0f} GPU-hours on H100")

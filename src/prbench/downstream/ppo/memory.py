@@ -14,10 +14,10 @@ with the rollout scores released as read (`prbench.downstream.ppo.rollout`), cal
   activations of one layer over its prompts (3 x intermediate x 4 bytes per token) and a few
   float32 copies of one step's logits (`GEN_STEP_COPIES`); no scores are kept. Then, per chunk of
   `local_rollout_forward_batch_size` rows, the policy forward over the response positions (float32
-  logits, scaled in place, and the log-softmax's work, counted as a second copy) and the reference forward over the full query +
-  response (bf16 logits over prompt + response tokens and a float32 log-softmax of the response
-  slice); the largest of the three phases counts. Not yet measured on a GPU (no GPU was lent when
-  it was written): its terms are sizes, not calibrated;
+  logits, scaled in place, and the log-softmax's work, counted as a second copy) and the
+  reference forward over the full query + response (bf16 logits over prompt + response tokens
+  and a float32 log-softmax of the response slice); the largest of the three phases counts. Not
+  yet measured on a GPU (no GPU was lent when it was written): its terms are sizes, not calibrated;
 * rollout, today's trl path (`rollout="scores"`, the path of every run in perf/gpu_runs): the
   float32 scores of `generate(output_scores=True)` for the whole local batch (local batch x
   response length x vocab x 4 bytes; one copy: trl's own code keeps up to three, see
@@ -79,8 +79,8 @@ SHAPE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_h
               "intermediate_size")
 # Keys a refused plan names.
 TUNING_KEYS = ("ppo.gpus", "ppo.per_device_batch_size", "ppo.local_rollout_forward_batch_size",
-               "ppo.rollout_generation_batch_size", "ppo.gradient_checkpointing", "ppo.max_prompt_tokens", "ppo.response_length", "ppo.batch_size",
-               "resources.gpu_mem_gb")
+               "ppo.rollout_generation_batch_size", "ppo.gradient_checkpointing", "ppo.max_prompt_tokens",
+               "ppo.response_length", "ppo.batch_size", "resources.gpu_mem_gb")
 
 
 @dataclass
