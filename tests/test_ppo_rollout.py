@@ -198,3 +198,31 @@ def test_greedy_ppo_run_trains_the_same_as_todays_path(setup, monkeypatch):
                                        rtol=STAT_RTOL, atol=STAT_ATOL, equal_nan=True, msg=c)
         else:
             assert list(log_new[c]) == list(log_old[c]), c
+
+
+@torch.no_grad()
+def test_response_logits_without_logits_to_keep_are_the_same(setup):
+    """A policy class whose forward has no `logits_to_keep` gets logits over every position, sliced
+    to the same response logits."""
+    from prbench.downstream.ppo.rollout import response_logits
+
+    _, policy = setup
+    model, tok, queries = _model_and_queries(policy, n=3)
+
+    class NoKeep(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner, self.calls = inner, 0
+
+        def forward(self, input_ids, attention_mask, position_ids, return_dict):
+            self.calls += 1
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids)
+
+    qr, _ = ids_batch_generation(model, queries, 3, tok.pad_token_id, _gen_config(False), forward_chunk=3,
+                                 temperature=1.0)
+    ctx = queries.shape[1]
+    wrapped = NoKeep(model)
+    got = response_logits(wrapped, qr, ctx, tok.pad_token_id, 0.5)
+    want = response_logits(model, qr, ctx, tok.pad_token_id, 0.5)
+    assert wrapped.calls == 1 and got.shape == (3, qr.shape[1] - ctx, model.config.vocab_size)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=0)

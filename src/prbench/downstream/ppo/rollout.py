@@ -117,8 +117,11 @@ def response_logits(model, query_responses: torch.Tensor, context_length: int, p
     position_ids = attention_mask.cumsum(1) - attention_mask.long()
     input_ids = torch.masked_fill(query_responses, ~attention_mask, 0)
     width = query_responses.shape[1] - context_length
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                logits_to_keep=width + 1, return_dict=True)
+    kw = dict(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, return_dict=True)
+    try:
+        out = model(**kw, logits_to_keep=width + 1)
+    except TypeError:  # a model class without `logits_to_keep`: logits over every position
+        out = model(**kw)
     logits = out.logits[:, -(width + 1):-1].float()
     return logits.div_(temperature + 1e-7)  # in place: one chunk of response logits, not two
 
@@ -126,7 +129,9 @@ def response_logits(model, query_responses: torch.Tensor, context_length: int, p
 class ForwardScores:
     """Stands where trl reads its rollout scores (`logitss[i : i + chunk]`): each read runs the
     policy forward over those rows (`response_logits`) instead of keeping generate's scores, so at
-    most one forward chunk of response logits exists at a time. Each chunk is read once, in order."""
+    most one forward chunk of response logits exists at a time. trl reads each chunk once, after
+    leaving `unwrap_model_for_generation`: fine for plain DDP (the module is the same object);
+    DeepSpeed ZeRO-3, which gathers the weights only inside that block, is not supported."""
 
     def __init__(self, model, query_responses, context_length, pad_token_id, temperature, chunk_size):
         self.model, self.query_responses = model, query_responses
