@@ -8,7 +8,7 @@
 #   results/tables/ppo.csv                         mean judge score + bootstrap CI, win/tie/loss rates
 # The evaluation (base answers, judged answers, the downstream contract's measure table) is shared
 # with GRPO: rules/evaluation.smk.
-from prbench.downstream.ppo.memory import gpus_per_run
+from prbench.downstream.ppo.memory import generation_chunk_per_run, gpus_per_run
 
 PPO = config["ppo"]  # validated: the schema filled its defaults
 PPO_ENABLED = PPO["enabled"]
@@ -31,6 +31,7 @@ PPO_TRAIN = pick(
         "save_steps",
         "per_device_batch_size",
         "local_rollout_forward_batch_size",
+        "rollout_generation_batch_size",
         "gradient_checkpointing",
         "max_prompt_tokens",
         "long_prompts",
@@ -46,6 +47,8 @@ PPO_TRAIN = pick(
 # the keys; with ppo disabled there is no train_ppo job and nothing is planned. A per-subset run
 # (train_ppo_subset, ppo.per_subset) gets its (policy, RM)'s plan: the same batch, prompt and response limits.
 PPO_GPUS = gpus_per_run(config, POLICIES, RMS) if PPO_ENABLED else {}
+# rows per rollout generate call: ppo.rollout_generation_batch_size, or the plan's largest that fits (None: demo)
+PPO_GEN_CHUNK = generation_chunk_per_run(config, POLICIES, RMS) if PPO_ENABLED else {}
 
 
 rule train_ppo:
@@ -77,6 +80,7 @@ rule train_ppo:
         trust_remote_code=lambda wc: POLICY_TRUST[wc.policy],
         rm_spec=lambda wc: DOWNSTREAM_RM_SPEC[wc.rm],
         ppo=PPO_TRAIN,
+        generation_chunk=lambda wc: PPO_GEN_CHUNK[(wc.policy, wc.rm)],
         seed=SEED,
         out_dir=lambda wc: f"results/ppo/{wc.policy}/{wc.rm}",
     script:

@@ -51,7 +51,7 @@ from ..policy import load_policy_model
 from ..prompt_rows import base_reference_answers, cap_prompt_rows, filter_long_prompts, load_prompt_rows, render_key
 from ..reward_adapter import PromptIndex, RewardAdapter
 from .checkpoint import PromptBatches, rng_state, set_rng_state
-from .rollout import releasing_rollout_scores
+from .rollout import forward_logprob_rollouts
 
 log = logging.getLogger("prbench.downstream.ppo.train")
 
@@ -59,7 +59,8 @@ log = logging.getLogger("prbench.downstream.ppo.train")
 TRAIN_KEYS = ("actor_lr", "critic_lr", "batch_size", "mini_batch_size", "ppo_epochs", "total_episodes",
               "response_length", "temperature", "kl_coef", "nan_reward", "per_device_batch_size",
               "local_rollout_forward_batch_size", "gradient_checkpointing", "max_prompt_tokens", "world_size",
-              "reward_scale", "gae_lambda", "cliprange_value", "lr_scheduler", "weight_decay", "long_prompts")
+              "reward_scale", "gae_lambda", "cliprange_value", "lr_scheduler", "weight_decay", "long_prompts",
+              "rollout_generation_batch_size")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -102,7 +103,8 @@ def resolve_settings(ppo_cfg: dict, n_prompts: int, n_procs: int | None = None) 
     for k in ("batch_size", "mini_batch_size", "ppo_epochs", "response_length"):
         if not isinstance(s[k], int) or s[k] < 1:
             raise ValueError(f"config key ppo.{k}: must be a positive integer, got {s[k]!r}")
-    for k in ("per_device_batch_size", "local_rollout_forward_batch_size", "max_prompt_tokens"):
+    for k in ("per_device_batch_size", "local_rollout_forward_batch_size", "max_prompt_tokens",
+              "rollout_generation_batch_size"):
         if s[k] is not None and (not isinstance(s[k], int) or s[k] < 1):
             raise ValueError(f"config key ppo.{k}: must be a positive integer or null, got {s[k]!r}")
     if s["batch_size"] % s["mini_batch_size"]:
@@ -119,6 +121,9 @@ def resolve_settings(ppo_cfg: dict, n_prompts: int, n_procs: int | None = None) 
                          f"per-process mini-batch {s['local_mini_batch_size']}")
     s["gradient_accumulation"] = s["local_mini_batch_size"] // s["micro_batch_size"]
     s["rollout_chunk"] = min(s["local_batch_size"], s["local_rollout_forward_batch_size"] or 64)
+    # rows per `generate` call (ppo.rollout): null = the whole local batch (the rule passes the memory
+    # plan's choice, prbench.downstream.ppo.memory.generation_chunk, on a GPU)
+    s["generation_chunk"] = min(s["local_batch_size"], s["rollout_generation_batch_size"] or s["local_batch_size"])
     if s["batch_size"] > n_prompts:
         raise ValueError(
             f"config key ppo.batch_size: {s['batch_size']} is larger than the {n_prompts} training prompts")
@@ -470,7 +475,8 @@ def train_ppo(
     if resumed_from is None or resumed_from < settings["total_steps"]:
         log.info("PPO %s: %d steps x %d rollouts (%d prompts), response_length %d", run_name,
                  settings["total_steps"], settings["batch_size"], len(rows), settings["response_length"])
-        with releasing_rollout_scores():  # one copy of the rollout scores, released as read (ppo.rollout)
+        # rollouts in generation chunks, token ids only; logprobs from a forward pass (ppo.rollout)
+        with forward_logprob_rollouts(settings["generation_chunk"], settings["temperature"]):
             trainer.train()
     failures, scored = _all_sum([run.adapter.total.failures, run.adapter.total.scored])
     _write_outputs(run, tok, Path(model_out), log_csv)
