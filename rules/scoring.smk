@@ -3,6 +3,17 @@
 # that RM's jobs (tests/test_new_rm_dag.py).
 
 
+# The pairwise judge's benchmark rules reach only the jobs of pairwise RMs (prbench.rms.generative).
+PAIRWISE_SCORING_KEYS = ["order_seed", "pairwise_parse", "pairwise_failure"]
+
+
+def scoring_params(rm):
+    keys = ["max_length", "max_tokens_per_batch"]
+    if kind_info(rm_entry(rm)["kind"]).pairwise:
+        keys += PAIRWISE_SCORING_KEYS
+    return pick(config["scoring"], keys)
+
+
 rule score_benchmark:
     input:
         bench="results/data/benchmarks/{bench}.jsonl",
@@ -24,7 +35,7 @@ rule score_benchmark:
     params:
         prompts=canon(PROMPTS),
         spec=lambda wildcards: rm_spec(wildcards.rm),
-        scoring=pick(config["scoring"], ["max_length", "max_tokens_per_batch"]),
+        scoring=lambda wildcards: scoring_params(wildcards.rm),
         seed=SEED,
         bench_kind=lambda wildcards: config["data"].get("baselines", {}).get(wildcards.bench, {}).get("kind"),
     script:
@@ -56,3 +67,32 @@ rule accuracy_table:
 
 
 ALL_TARGETS.append("results/tables/benchmark_accuracy.csv")
+
+
+# The authors' two extra reports beside the accuracy table (prbench.scoring.benchmark.benchmark_reports):
+# accuracy by answer position for pairwise RMs, the chosen-minus-rejected score margin for pointwise ones.
+rule benchmark_reports:
+    input:
+        acc=expand("results/scores/{rm}/{bench}.accuracy.json", rm=RMS, bench=BENCHMARKS),
+        pairs=expand("results/scores/{rm}/{bench}.pairs.jsonl", rm=RMS, bench=BENCHMARKS),
+    output:
+        position="results/tables/benchmark_position.csv",
+        margin="results/tables/benchmark_margin.csv",
+    log:
+        "logs/scoring/benchmark_reports.log",
+    benchmark:
+        "job_times/scoring/benchmark_reports.tsv"
+    conda:
+        "../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        bootstrap=config["scoring"]["bootstrap"],
+        seed=SEED,
+    script:
+        "../workflow_scripts/benchmark_reports.py"
+
+
+ALL_TARGETS.extend(["results/tables/benchmark_position.csv", "results/tables/benchmark_margin.csv"])
