@@ -76,8 +76,16 @@ rule benchmark_reports:
         acc=expand("results/scores/{rm}/{bench}.accuracy.json", rm=RMS, bench=BENCHMARKS),
         pairs=expand("results/scores/{rm}/{bench}.pairs.jsonl", rm=RMS, bench=BENCHMARKS),
     output:
-        position="results/tables/benchmark_position.csv",
-        margin="results/tables/benchmark_margin.csv",
+        position=report(
+            "results/tables/benchmark_position.csv",
+            caption="../report/benchmark_position.rst",
+            category="Tables",
+        ),
+        margin=report(
+            "results/tables/benchmark_margin.csv",
+            caption="../report/benchmark_margin.rst",
+            category="Tables",
+        ),
     log:
         "logs/scoring/benchmark_reports.log",
     benchmark:

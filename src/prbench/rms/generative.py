@@ -134,6 +134,15 @@ def parse_score(text: str) -> float:
     return float(m.group(1)) if m else float("nan")
 
 
+def chosen_shown_first(seed: int, pair: PairRequest) -> bool:
+    """Whether the chosen answer is shown as A: one fair coin per pair from the seed and the pair's
+    texts (question, chosen, rejected, profile), so the draw does not depend on the pair's place in
+    the file or on the other pairs (the authors draw `random.random() < 0.5` per row in file order
+    after `random.seed(42)`; the same seed here gives other, equally fair coins)."""
+    s = stable_seed(seed, "pairwise_order", pair.question, pair.chosen, pair.rejected, "\x1e".join(pair.profile))
+    return s % 2 == 0
+
+
 class _GenerativeRM(RewardModel):
     def __init__(self, spec: dict, model=None, tokenizer=None):
         from transformers import AutoModelForCausalLM
@@ -295,12 +304,8 @@ class GenerativePairwiseRM(_GenerativeRM):
         self.score_opponents = None if m is None else int(m)
 
     def chosen_first(self, pair: PairRequest) -> bool:
-        """The seeded order of a pair: `order_seed` (else the config seed) + the pair's texts, so the
-        draw does not depend on the pair's place in the file."""
-        seed = self.seed if self.order_seed is None else int(self.order_seed)
-        s = stable_seed(seed, "pairwise_order", pair.question, pair.chosen, pair.rejected,
-                        "\x1e".join(pair.profile))
-        return s % 2 == 0
+        """The seeded order of a pair (`chosen_shown_first` with `order_seed`, else the config seed)."""
+        return chosen_shown_first(self.seed if self.order_seed is None else int(self.order_seed), pair)
 
     def compare(self, pairs: Sequence[PairRequest]) -> CompareOutput:
         jobs: list[tuple[int, bool]] = []  # (pair index, chosen shown as A)
