@@ -3,17 +3,6 @@
 # that RM's jobs (tests/test_new_rm_dag.py).
 
 
-# The pairwise judge's benchmark rules reach only the jobs of pairwise RMs (prbench.rms.generative).
-PAIRWISE_SCORING_KEYS = ["order_seed", "pairwise_parse", "pairwise_failure"]
-
-
-def scoring_params(rm):
-    keys = ["max_length", "max_tokens_per_batch"]
-    if kind_info(rm_entry(rm)["kind"]).pairwise:
-        keys += PAIRWISE_SCORING_KEYS
-    return pick(config["scoring"], keys)
-
-
 rule score_benchmark:
     input:
         bench="results/data/benchmarks/{bench}.jsonl",
