@@ -284,3 +284,21 @@ def test_reward_prompt_templates(tmp_path):
     own = P.load_templates({"templates": str(tmp_path)})  # a set without the reward prompt still loads
     with pytest.raises(FileNotFoundError, match="reward_user"):
         P.reward_judge_messages("Q?", "A.", templates=own)
+
+
+def test_config_check_refuses_pointwise_reward_without_its_prompt(tmp_path):
+    import yaml
+    from helpers import REPO
+
+    from prbench.validation import validate_config
+
+    for role in ("policy_user", "pairwise_user", "pointwise_user", "rubric_user"):
+        (tmp_path / f"{role}.txt").write_text("{question}")
+    cfg = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
+    cfg["prompts"] = {"templates": str(tmp_path)}
+    validate_config(yaml.safe_load(yaml.safe_dump(cfg)))  # round_robin reads no reward prompt
+    cfg["reward"] = {"generative": "pointwise"}
+    with pytest.raises(ConfigError, match="reward.generative"):
+        validate_config(cfg)
+    (tmp_path / "reward_user.txt").write_text("{question} {answer}")
+    validate_config(cfg)
