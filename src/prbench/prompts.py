@@ -160,9 +160,11 @@ def profile_block(profile: Sequence[str], top_k: int | None = None) -> str:
 
 # Where a classifier RM's user turn puts the profile (RM spec key `profile_layout`):
 #   "block" (the benchmark's layout): the "Here are some of my previous posts:" block, then the question;
-#   "after_question" (`reward.profile: always`, the authors' downstream reward input, BoN/score.py and
-#   PPO/reward_server.py: user turn = query + profile, the top-k posts in their post format appended
-#   after the question): the question, a blank line, then the posts through `prompts.post_format`.
+#   "after_question" (`reward.profile: always`, the authors' downstream reward input): their BoN/score.py
+#   and PPO/reward_server.py give a discriminative RM the user turn `query + profile`, the question
+#   string directly followed (no separator) by the top-k posts, each "Post i (Category: c):\ntext",
+#   joined by newlines (BoN/sample.py format_profile); the answer is the assistant turn. Mirrored here
+#   with the project's formatting: the question, a blank line, the posts through `prompts.post_format`.
 PROFILE_LAYOUTS = ("block", "after_question")
 
 
