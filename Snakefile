@@ -42,6 +42,7 @@ localrules:
     all,
     merge_samples,
     accuracy_table,
+    benchmark_reports,
     bon_table,
     bon_measures,
     ppo_table,

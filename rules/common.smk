@@ -9,7 +9,7 @@ from snakemake.utils import validate
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from prbench import downstream as DS  # noqa: E402
 from prbench.validation import check_config  # noqa: E402
-from prbench.rms import kind_info  # noqa: E402
+from prbench.rms import kind_info, reward_spec  # noqa: E402
 
 validate(config, schema="../schemas/config.schema.yaml")
 check_config(config)
@@ -203,16 +203,33 @@ POLICY_TRUST = {p: bool(config["policies"][p]["trust_remote_code"]) for p in POL
 POLICY_B = {p: _params_b(config["policies"][p], 0.5) for p in POLICIES}
 # Billions of parameters of each RM a training job loads beside the policy (0: the kind has no model on a GPU).
 RM_B = {r: _params_b(rm_entry(r), 0.5) if kind_info(rm_entry(r)["kind"]).uses_gpu else 0.0 for r in RMS}
-# RM spec plus the runtime keys the benchmark scoring stage passes too (lengths, seed, no progress bars)
+
+
+def scoring_params(rm):
+    """The `scoring` keys a score_benchmark job reads: the lengths, and for pairwise RMs the judge's
+    benchmark rules (order_seed, pairwise_parse, pairwise_failure; prbench.rms.generative)."""
+    keys = ["max_length", "max_tokens_per_batch"]
+    if kind_info(rm_entry(rm)["kind"]).pairwise:
+        keys += ["order_seed", "pairwise_parse", "pairwise_failure"]
+    return pick(config["scoring"], keys)
+
+
+# RM spec plus the runtime keys the benchmark scoring stage passes too (lengths, seed, no progress bars),
+# as the downstream reward under the config section `reward` (prbench.rms.reward_spec: keys added only
+# where `reward` departs from the benchmark spec, so each RM's params carry what its jobs read).
+REWARD = config.get("reward") or {}
 DOWNSTREAM_RM_SPEC = canon(
     {
-        r: {
-            "max_length": config["scoring"]["max_length"],
-            "max_tokens_per_batch": config["scoring"]["max_tokens_per_batch"],
-            **rm_spec(r),
-            "seed": SEED,
-            "progress": False,
-        }
+        r: reward_spec(
+            {
+                "max_length": config["scoring"]["max_length"],
+                "max_tokens_per_batch": config["scoring"]["max_tokens_per_batch"],
+                **rm_spec(r),
+                "seed": SEED,
+                "progress": False,
+            },
+            REWARD,
+        )
         for r in RMS
     }
 )

@@ -25,7 +25,8 @@ from report_browser import check_report, chromium
 pytestmark = [pytest.mark.slow, pytest.mark.dag]
 
 CONFIG = REPO / "configs" / "test.yaml"
-TABLES = ["benchmark_accuracy.csv", "bon.csv", "ppo.csv", "grpo.csv", "correlations.csv", "leaderboard.csv"]
+TABLES = ["benchmark_accuracy.csv", "benchmark_position.csv", "benchmark_margin.csv", "bon.csv", "ppo.csv", "grpo.csv",
+          "correlations.csv", "leaderboard.csv"]
 
 
 def _run(workdir, *extra, timeout=1800):
@@ -49,6 +50,12 @@ def test_all_outputs(runs):
     acc = pd.read_csv(workdir / "results/tables/benchmark_accuracy.csv")
     assert set(acc["rm"]) == rms
     assert {"personalized", *cfg["data"]["baselines"]} <= set(acc["benchmark"])
+    # the authors' extra reports: position for the pairwise judges, score margins for every other RM
+    pairwise = {rm for rm, e in cfg["reward_models"].items() if e["kind"] == "generative_pairwise"}
+    pos = pd.read_csv(workdir / "results/tables/benchmark_position.csv")
+    margin = pd.read_csv(workdir / "results/tables/benchmark_margin.csv")
+    assert pairwise and set(pos["rm"]) == pairwise and set(margin["rm"]) == rms - pairwise
+    assert (margin["n"] + margin["failures"] > 0).all()
     bon = pd.read_csv(workdir / "results/tables/bon.csv")
     assert rms <= set(bon["rm"])
     assert set(bon["k"]) == set(cfg["bon"]["ks"])

@@ -185,6 +185,12 @@ def test_replica_config_mirrors_paper_config():
                 "weight_decay"):
         assert rep["ppo"][key] == paper["ppo"][key], key
     assert rep["bon"]["top_p"] == paper["bon"]["top_p"]
+    # the authors' RM-side protocol: downstream reward input, pairwise benchmark rules
+    assert rep["reward"] == paper["reward"]
+    for key in ("order_seed", "pairwise_parse", "pairwise_failure"):
+        assert rep["scoring"][key] == paper["scoring"][key], key
+    assert {n: e.get("both_orders") for n, e in rep["reward_models"].items()} == \
+        {n: e.get("both_orders") for n, e in paper["reward_models"].items()}
     for src in [rep["data"]["personalized"]["source"], rep["data"]["personalized"]["downstream"]["source"]] + \
             [b["source"] for b in rep["data"]["baselines"].values()]:
         assert src.startswith("results/replica/data/")

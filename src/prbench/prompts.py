@@ -51,8 +51,9 @@ class PairRequest:
 # ---------------------------------------------------------------------------------------------
 TEMPLATE_ROOT = Path(__file__).parent / "prompt_templates"
 ROLES = ("policy_system", "policy_user", "pairwise_system", "pairwise_user",
-         "pointwise_system", "pointwise_user", "rubric_system", "rubric_user", "rubric_list_user")
-REQUIRED_ROLES = ("policy_user", "pairwise_user", "pointwise_user", "rubric_user")
+         "pointwise_system", "pointwise_user", "reward_system", "reward_user", "rubric_system", "rubric_user",
+         "rubric_list_user")
+REQUIRED_ROLES = ("policy_user", "pairwise_user", "pointwise_user", "rubric_user")  # reward_user: checked on use
 PLACEHOLDERS = ("question", "profile", "profile_block", "answer", "Response_A", "Response_B", "aspects")
 AUTHORS_POST_FORMAT = "Post {i} (Category: {category}):\n{text}"
 UNKNOWN_CATEGORY = "unknown"
@@ -158,18 +159,34 @@ def profile_block(profile: Sequence[str], top_k: int | None = None) -> str:
     return f"Here are some of my previous posts:\n{lines}\n\n"
 
 
-def user_turn(question: str, profile: Sequence[str] = (), use_profile: bool = True, top_k: int | None = None) -> str:
-    """The RM user turn: optional top-k profile posts, then the question."""
+# Where a classifier RM's user turn puts the profile (RM spec key `profile_layout`):
+#   "block" (the benchmark's layout): the "Here are some of my previous posts:" block, then the question;
+#   "after_question" (`reward.profile: always`, the authors' downstream reward input): their BoN/score.py
+#   and PPO/reward_server.py give a discriminative RM the user turn `query + profile`, the question
+#   string directly followed (no separator) by the top-k posts, each "Post i (Category: c):\ntext",
+#   joined by newlines (BoN/sample.py format_profile); the answer is the assistant turn. Mirrored here
+#   with the project's formatting: the question, a blank line, the posts through `prompts.post_format`.
+PROFILE_LAYOUTS = ("block", "after_question")
+
+
+def user_turn(question: str, profile: Sequence[str] = (), use_profile: bool = True, top_k: int | None = None,
+              layout: str = "block", categories: Sequence[str] = ()) -> str:
+    """The RM user turn: the question and, with use_profile, the top-k profile posts (`layout`)."""
     if not isinstance(question, str) or not question.strip():
         raise ValueError("question must be a non-empty string")
+    if layout not in PROFILE_LAYOUTS:
+        raise ValueError(f"profile layout {layout!r}: expected one of {PROFILE_LAYOUTS}")
+    if layout == "after_question":
+        posts = render_profile(profile, categories, top_k) if use_profile else ""
+        return f"{question.strip()}\n\n{posts}" if posts else question.strip()
     block = profile_block(profile, top_k) if use_profile else ""
     return f"{block}{question.strip()}"
 
 
-def rm_messages(req: ScoreRequest, use_profile: bool, top_k: int | None = None) -> list[dict]:
-    """Pointwise RM chat: user = (profile +) question, assistant = answer."""
+def rm_messages(req: ScoreRequest, use_profile: bool, top_k: int | None = None, layout: str = "block") -> list[dict]:
+    """Pointwise RM chat: user = question and profile (`user_turn`), assistant = answer."""
     return [
-        {"role": "user", "content": user_turn(req.question, req.profile, use_profile, top_k)},
+        {"role": "user", "content": user_turn(req.question, req.profile, use_profile, top_k, layout, req.categories)},
         {"role": "assistant", "content": req.answer},
     ]
 
@@ -252,6 +269,19 @@ def rubric_user_role(aspect_format: str = "numbered") -> str:
     line per numbered aspect; `rubric_list_user` (joined aspects have no numbers to name) asks for a
     bare list of ratings in aspect order."""
     return "rubric_list_user" if aspect_format == "joined" else "rubric_user"
+
+
+def reward_judge_messages(question: str, answer: str, profile: Sequence[str] = (),
+                          use_profile: bool = True, top_k: int | None = None,
+                          categories: Sequence[str] = (), templates: PromptTemplates | None = None) -> list[dict]:
+    """A generative RM as a 0-1 pointwise scorer of one answer (`reward.generative: pointwise`)."""
+    tpl = templates or active_templates()
+    if tpl.get("reward_user") is None:
+        raise FileNotFoundError(f"config key prompts.templates: {tpl.origin!r} has no reward_user.txt, the 0-1 "
+                                "scoring prompt of reward.generative: pointwise "
+                                "(rename it with prompts.files.reward_user)")
+    return _chat(tpl, "reward", question=_check_question(question), answer=answer,
+                 **_profile_values(profile, categories, use_profile, top_k, tpl))
 
 
 def rubric_messages(question: str, answer: str, aspects: Sequence[str],

@@ -61,6 +61,25 @@ def _check_sections(config: dict) -> None:
             raise ConfigError(f"config key reward_models.{name}.kind: trained demo RMs must be 'classifier'")
 
 
+def _check_reward(config: dict) -> None:
+    """`reward.generative: pointwise` with a generating RM needs the 0-1 scoring prompt (reward_user)
+    in the configured template set: refused here, before any job starts, not in the first BoN job."""
+    reward = with_defaults(config.get("reward"), "reward")
+    generating = [n for n, e in config["reward_models"].items() if _registered(kind_info, e["kind"], n).generates]
+    if reward["generative"] != "pointwise" or not generating:
+        return
+    from .prompts import load_templates
+
+    try:
+        tpl = load_templates(config.get("prompts"))
+    except (FileNotFoundError, ValueError):
+        return  # the template set's own error is raised by the jobs that read it, naming its key
+    if tpl.get("reward_user") is None:
+        raise ConfigError(f"config key reward.generative: pointwise needs the 0-1 scoring prompt reward_user.txt, "
+                          f"absent from prompts.templates {tpl.origin!r} (RMs {generating}; name the file with "
+                          "prompts.files.reward_user, or use reward.generative: round_robin)")
+
+
 def check_config(config: dict) -> None:
     """Checks a JSON schema cannot express. Raises ConfigError naming the key. The sections read
     with defaults are filled here (with_defaults), so an unvalidated config is checked alike."""
@@ -97,6 +116,7 @@ def check_config(config: dict) -> None:
         if info.needs_model and len(sources) != 1:
             raise ConfigError(f"config key {key}: RM kind {entry['kind']!r} needs exactly one model source "
                               f"(path, train or from_policy); found {sources or 'none'}")
+    _check_reward(config)
     for name, entry in policies.items():
         if "path" in entry:
             check_model_ref(entry["path"], f"policies.{name}.path")

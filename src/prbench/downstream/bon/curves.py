@@ -271,7 +271,11 @@ def bon_curves(samples: Sequence[dict], judged: Sequence[dict], rm_scores: Mappi
         nan = int(np.isnan(R).sum())
         if nan:
             log.warning("RM %s: %d NaN scores (failures) ranked lowest", rm, nan)
-        add(rm, rm, "rm", R, nan)
+        fallback = sum(1 for row in rm_scores[rm] if row.get("failed") and row.get("score") is not None)
+        if fallback:
+            log.warning("RM %s: %d unparseable replies scored with the fallback value "
+                        "(reward.generative_failure_score)", rm, fallback)
+        add(rm, rm, "rm", R, nan + fallback)
     add("_oracle", ORACLE, ORACLE, None, 0)
     add("_random", RANDOM, RANDOM, None, 0)
     return curves, pd.DataFrame(table, columns=TABLE_COLUMNS)

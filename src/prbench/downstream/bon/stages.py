@@ -137,7 +137,9 @@ def judge_bon(samples_path: str, prompts_path: str, judge_keys_path: str, judge_
 
 
 def score_bon(samples_path: str, prompts_path: str, rm_spec: dict, out_path: str, rm=None) -> dict:
-    """Score every sample with one RM; NaN (failure) is written as null and counted."""
+    """Score every sample with one RM; NaN (failure) is written as null and counted. When the RM scores
+    its failures with a fallback value (`reward.generative: pointwise`, `ScoreOutput.failed`) every
+    row carries `failed` (true = unparseable reply scored with the fallback) and they are counted."""
     samples = read_jsonl(samples_path)
     prompts = {r["question_id"]: r for r in read_jsonl(prompts_path)}
     reqs = []
@@ -155,7 +157,14 @@ def score_bon(samples_path: str, prompts_path: str, rm_spec: dict, out_path: str
         raise ValueError(f"RM {rm_spec.get('name')}: returned {len(scores)} scores for {len(reqs)} samples")
     rows = [{"question_id": r["question_id"], "sample_idx": r["sample_idx"],
              "score": None if np.isnan(s) else float(s)} for r, s in zip(samples, scores)]
+    fallback = 0
+    if out.failed is not None:  # a rule scored the failures (reward.generative_failure_score): flag each
+        failed = np.asarray(out.failed, dtype=bool)
+        for row, bad in zip(rows, failed):
+            row["failed"] = bool(bad)
+        fallback = int((failed & ~np.isnan(scores)).sum())
     write_jsonl(out_path, rows)
-    report = {"rm": rm_spec.get("name"), "samples": len(rows), "failures": int(np.isnan(scores).sum())}
+    report = {"rm": rm_spec.get("name"), "samples": len(rows), "failures": int(np.isnan(scores).sum()) + fallback,
+              "fallback_scored": fallback}
     log.info("scored %s", report)
     return report
