@@ -132,8 +132,14 @@ def stages(cfg: dict, train_q: dict) -> list[dict]:
     new = int(bon["max_new_tokens"])
     add("BoN sampling", f"{samples:,} answers x {new} tokens ({n_sets} sample set(s))",
         decode_calls_s(samples, int(bon.get("batch_size") or 32), new, u("policy_decode_s")), ["policy_decode_s"])
+    reward = entry_with_defaults(cfg.get("reward") or {}, "reward")
     for name, e in rms.items():
-        if e["kind"].startswith("generative"):
+        if e["kind"].startswith("generative") and reward["generative"] == "pointwise":
+            # reward.generative pointwise (the authors'): each sample rated alone on 0-1, a short reply
+            new_r = int(reward["generative_max_new_tokens"])
+            s = decode_calls_s(samples, 16, new_r, u("decode_7b_s"))
+            add(f"BoN scoring: {name}", f"{samples:,} 0-1 ratings x {new_r} tokens", s, ["decode_7b_s"])
+        elif e["kind"].startswith("generative"):
             calls = samples if e["kind"] == "generative_pointwise" else samples * 2
             s = decode_calls_s(calls, 16, int(e.get("max_new_tokens") or 512), u("decode_7b_s"))
             add(f"BoN scoring: {name}", f"{calls:,} judgements", s, ["decode_7b_s"])

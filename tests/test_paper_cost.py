@@ -64,3 +64,26 @@ def test_per_subset_runs_seeds_and_sample_sets_are_counted(cfg):
     assert rows["GRPO: armorm_llama3_8b"]["gpu_h"] == pytest.approx(3 * base["GRPO: armorm_llama3_8b"]["gpu_h"])
     assert rows["BoN sampling"]["gpu_h"] == pytest.approx(2 * base["BoN sampling"]["gpu_h"])
     assert rows["BoN judging"]["gpu_h"] == pytest.approx(2 * base["BoN judging"]["gpu_h"])
+
+
+def test_cluster_doc_shows_the_current_table(cfg):
+    """docs/CLUSTER.md's cost table is the script's output for config.yaml (rerun the script and
+    paste its rows when config.yaml or a unit cost changes)."""
+    doc = (REPO / "docs" / "CLUSTER.md").read_text()
+    rows = _rows(cfg)
+    for stage, r in rows.items():
+        assert f"| {stage} | {r['work']} | {r['gpu_h']:.1f} |" in doc, stage
+    assert f"| **total** | | **{sum(r['gpu_h'] for r in rows.values()):.0f}** |" in doc
+
+
+def test_pointwise_generative_rewards_cost_short_ratings(cfg):
+    """reward.generative pointwise (config.yaml, the authors'): a generative RM rates each BoN sample
+    once with reward.generative_max_new_tokens; round_robin compares samples in pairs."""
+    import copy
+
+    rows = _rows(cfg)
+    assert "0-1 ratings x 10 tokens" in rows["BoN scoring: qwen25_7b_pairwise"]["work"]
+    c = copy.deepcopy(cfg)
+    c["reward"]["generative"] = "round_robin"
+    rr = _rows(c)
+    assert rr["BoN scoring: qwen25_7b_pairwise"]["gpu_h"] > 10 * rows["BoN scoring: qwen25_7b_pairwise"]["gpu_h"]
