@@ -40,7 +40,7 @@ from ..io import iter_jsonl, write_csv
 from ..scoring.official import Official
 from ..seeding import stable_seed
 from ..stats import percentile_interval
-from . import rankmetrics
+from . import inference, rankmetrics
 from .summary import summarize
 
 log = logging.getLogger("prbench.analysis.correlation")
@@ -50,7 +50,16 @@ PAIR_FIELDS = ("pair_id", "question_id", "subset", "section", "correct")
 TABLE_COLUMNS = [
     "benchmark", "level", "group", "policy", "downstream", "estimator", "measure", "k",
     "coefficient", "value", "ci_low", "ci_high", "p_perm", "n_rms", "n_boot",
+    "null_mean", "null_q95", "p_null", "q_null", "value_norm", "loo_min", "loo_max",
 ]
+COMPARISON_COLUMNS = [
+    "benchmark_a", "level_a", "benchmark_b", "level_b", "policy", "downstream", "estimator", "measure", "k",
+    "coefficient", "n_rms", "value_a", "value_b", "diff", "ci_low", "ci_high", "n_boot", "p_perm", "p_williams",
+    "q_perm", "loo_min", "loo_max", "headline", "verdict", "reason",
+]
+POWER_COLUMNS = ["benchmark_a", "benchmark_b", "quantity", "gap", "n_rms", "power", "rho_ab", "center", "alpha",
+                 "target_power", "n_sims"]
+COMPARED = ("spearman", "pearson", "kendall_tau_b", "weighted_tau", "ndcg", "rbo")
 PERMUTED = ("spearman", "kendall_tau_b")
 
 
@@ -318,6 +327,8 @@ class Result:
     inputs: pd.DataFrame
     boots: dict  # (bench key tuple, down key tuple, coefficient) -> (B,) replicate values
     summary: str
+    comparisons: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COMPARISON_COLUMNS))
+    power: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=POWER_COLUMNS))
 
 
 def _bkey(key: dict) -> tuple:
@@ -336,10 +347,19 @@ def correlate(
     ci: float = 0.95,
     seed: int = 0,
     rbo_ties: str = "w",
+    fdr: float = 0.05,
+    min_rms: int = 6,
+    power_sims: int = 1000,
+    signals: dict | None = None,
 ) -> Result:
-    """Every coefficient for every (benchmark score, downstream measure) pair, with CIs and p-values."""
+    """Every coefficient for every (benchmark score, downstream measure) pair, with CIs, p-values,
+    its null under a random RM ranking and its leave-one-RM-out range; the paired comparisons of
+    the personalized benchmark with each baseline, their FDR control and verdicts, and the power
+    table (`prbench.analysis.inference`). signals: {method: {"estimator", "k"}}, the headline cell
+    of each method (its judge score at that estimator and k; default: the first in table order)."""
     bench, down = evaluate_scores(col, n_boot, seed)
     rows, boots, undefined = [], {}, {}
+    null_cache: dict = {}
     coefs = dict(rankmetrics.COEFFICIENTS)
     coefs["rbo"] = lambda x, y: rankmetrics.rbo_scores(x, y, p=rbo_p, ties=rbo_ties)
     for b in bench:
@@ -368,10 +388,21 @@ def correlate(
                     p = rankmetrics.permutation_pvalue(
                         x0, y0, fn, n_perm, stable_seed(seed, "correlation-permutation", n_rms))
                 boots[(_bkey(b.score.key), _dkey(d.score.key), name)] = reps
+                null_mean, null_q95, p_null = inference.null_stats(
+                    x0, y0, fn, n_perm, seed, name, q=0.95, cache=null_cache)
+                loo_min, loo_max = inference.loo_range(inference.leave_one_out(x0, y0, fn))
                 rows.append({**b.score.key, **d.score.key, "coefficient": name, "value": value,
-                             "ci_low": lo, "ci_high": hi, "p_perm": p, "n_rms": n_rms, "n_boot": n_ok})
+                             "ci_low": lo, "ci_high": hi, "p_perm": p, "n_rms": n_rms, "n_boot": n_ok,
+                             "null_mean": null_mean, "null_q95": null_q95, "p_null": p_null,
+                             "value_norm": inference.normalised(value, null_mean) if name in inference.NORMALISED
+                             else float("nan"),
+                             "loo_min": loo_min, "loo_max": loo_max})
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     table["k"] = table["k"].astype("Int64")
+    table["q_null"] = inference.bh_qvalues(table["p_null"].to_numpy())
+    comparisons = compare_benchmarks(bench, down, coefs, n_boot=n_boot, n_perm=n_perm, ci=ci, seed=seed,
+                                     fdr=fdr, min_rms=min_rms, signals=signals)
+    power = power_table(bench, power_sims, alpha=1.0 - ci, seed=seed)
 
     inputs = []
     for kind, group in (("benchmark", bench), ("downstream", down)):
@@ -384,8 +415,121 @@ def correlate(
                                            "estimator", "measure", "k", "value", "ci_low", "ci_high"])
     inputs["k"] = inputs["k"].astype("Int64")
     summary = summarize(table, boots, ci, col.notes, n_boot=n_boot, n_perm=n_perm, rbo_p=rbo_p, rbo_ties=rbo_ties,
-                        undefined=undefined)
-    return Result(table, inputs, boots, summary)
+                        undefined=undefined, comparisons=comparisons, power=power, fdr=fdr, min_rms=min_rms,
+                        power_sims=power_sims)
+    return Result(table, inputs, boots, summary, comparisons, power)
+
+
+# ---- paired comparisons, power -------------------------------------------------------------------
+
+
+def _headline_benchmarks(bench: list[Evaluated]) -> list[Evaluated]:
+    """Each benchmark's headline score: level `official` where present, else `overall`; personalized first."""
+    official = {e.score.key["benchmark"] for e in bench if e.score.key["level"] == "official"}
+    return [e for e in bench if e.score.key["level"] == "official"
+            or (e.score.key["level"] == "overall" and e.score.key["benchmark"] not in official)]
+
+
+def _headline_cells(down: list[Evaluated], signals: dict | None) -> set:
+    """The downstream key of each (policy, method)'s headline cell: its judge score at the method's
+    signal (estimator, k); without a signal, the first judge-score cell in table order."""
+    cells = {}
+    for e in down:
+        k = e.score.key
+        if k["measure"] != SCORED_MEASURE:
+            continue
+        sig = (signals or {}).get(k["downstream"])
+        if sig is not None:
+            if str(sig.get("estimator") or "") == str(k["estimator"] or "") and \
+                    (None if sig.get("k") is None else int(sig["k"])) == k["k"]:
+                cells[(k["policy"], k["downstream"])] = _dkey(k)
+        else:
+            cells.setdefault((k["policy"], k["downstream"]), _dkey(k))
+    return set(cells.values())
+
+
+def decide(row: dict, fdr: float, min_rms: int) -> tuple[str, str]:
+    """("personalized" | "baseline" | "undecided", why): a side wins only when the difference
+    survives FDR control (q_perm <= fdr), its bootstrap CI excludes 0 on that side, no single
+    left-out RM flips its sign, and at least min_rms RMs are compared."""
+    diff = row["diff"]
+    if not np.isfinite(diff):
+        return "undecided", "the difference is undefined"
+    fails = []
+    if row["n_rms"] < min_rms:
+        fails.append(f"only {row['n_rms']} RMs (correlation.min_rms = {min_rms})")
+    if diff == 0:
+        fails.append("the two coefficients are equal")
+    q = row["q_perm"]
+    if not (np.isfinite(q) and q <= fdr):
+        fails.append(f"the permutation test does not survive FDR at {fdr:g}")
+    lo, hi = row["ci_low"], row["ci_high"]
+    if not (np.isfinite(lo) and ((diff > 0 and lo > 0) or (diff < 0 and hi < 0))):
+        fails.append("the bootstrap CI of the difference includes 0")
+    lmin, lmax = row["loo_min"], row["loo_max"]
+    if not (np.isfinite(lmin) and ((diff > 0 and lmin > 0) or (diff < 0 and lmax < 0))):
+        fails.append("leaving one RM out can flip or zero the sign")
+    if fails:
+        return "undecided", "; ".join(fails)
+    return ("personalized" if diff > 0 else "baseline"), "all criteria hold"
+
+
+def compare_benchmarks(bench: list[Evaluated], down: list[Evaluated], coefs: dict, n_boot: int, n_perm: int,
+                       ci: float, seed: int, fdr: float, min_rms: int, signals: dict | None) -> pd.DataFrame:
+    """The personalized benchmark's headline score against each baseline's, on every downstream
+    measure and coefficient (`inference.compare`), BH q-values over all rows, verdicts."""
+    heads = _headline_benchmarks(bench)
+    pers = [e for e in heads if e.score.key["benchmark"] == PERSONALIZED]
+    others = [e for e in heads if e.score.key["benchmark"] != PERSONALIZED]
+    headline = _headline_cells(down, signals)
+    fns = {"pearson": inference.pearson, **coefs}
+    rows = []
+    for a in pers:
+        for b in others:
+            for d in down:
+                keep = np.isfinite(a.point) & np.isfinite(b.point) & np.isfinite(d.point)
+                n = int(keep.sum())
+                rm_idx = inference.rm_resamples(n, n_boot, seed) if n >= 2 else np.empty((0, n), dtype=int)
+                for name in COMPARED:
+                    base = {"benchmark_a": a.score.key["benchmark"], "level_a": a.score.key["level"],
+                            "benchmark_b": b.score.key["benchmark"], "level_b": b.score.key["level"],
+                            **d.score.key, "coefficient": name, "n_rms": n,
+                            "headline": _dkey(d.score.key) in headline}
+                    if n < 3:
+                        rows.append({**base, "diff": float("nan"), "n_boot": 0})
+                        continue
+                    fn = fns[name]
+                    rows.append({**base, **inference.compare(
+                        a.point[keep], b.point[keep], d.point[keep], a.boot[:, keep], b.boot[:, keep],
+                        d.boot[:, keep], rm_idx, fn, name, ci, n_perm,
+                        stable_seed(seed, "correlation-swap", n))})
+    table = pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+    table["k"] = table["k"].astype("Int64")
+    table["headline"] = table["headline"].astype(bool)
+    table["q_perm"] = inference.bh_qvalues(table["p_perm"].to_numpy(dtype=float))
+    verdicts = [decide(r, fdr, min_rms) for r in table.to_dict("records")]
+    table["verdict"] = [v for v, _ in verdicts]
+    table["reason"] = [w for _, w in verdicts]
+    return table
+
+
+def power_table(bench: list[Evaluated], n_sims: int, alpha: float, seed: int) -> pd.DataFrame:
+    """Per (personalized, baseline) headline pair: `inference.power_rows` at the run's n RMs, with
+    the two benchmarks' observed Spearman correlation across RMs as their correlation."""
+    heads = _headline_benchmarks(bench)
+    pers = [e for e in heads if e.score.key["benchmark"] == PERSONALIZED]
+    rows = []
+    if n_sims > 0:
+        for a in pers:
+            for b in heads:
+                if b.score.key["benchmark"] == PERSONALIZED:
+                    continue
+                keep = np.isfinite(a.point) & np.isfinite(b.point)
+                rho_ab = float(rankmetrics.spearman(a.point[keep], b.point[keep])) if keep.sum() >= 2 else np.nan
+                for r in inference.power_rows(int(keep.sum()), rho_ab, n_sims, alpha, seed):
+                    rows.append({"benchmark_a": a.score.key["benchmark"], "benchmark_b": b.score.key["benchmark"],
+                                 **r})
+    return pd.DataFrame(rows, columns=POWER_COLUMNS)
 
 
 def run_correlations(
@@ -402,20 +546,32 @@ def run_correlations(
     seed: int,
     bench_kinds: dict | None = None,
     runs=None,
+    out_comparisons: str | Path | None = None,
+    out_power: str | Path | None = None,
+    fdr: float = 0.05,
+    min_rms: int = 6,
+    power_sims: int = 1000,
+    signals: dict | None = None,
 ) -> Result:
-    """Entry point of rule `correlations`: read, correlate, write the three outputs.
-    downstream_tables: (method, path of its measure table), in registry order."""
+    """Entry point of rule `correlations`: read, correlate, write the outputs (the comparison and
+    power tables when their paths are given). downstream_tables: (method, path of its measure
+    table), in registry order."""
     col = collect(rms, pair_files, downstream_tables, bench_kinds, runs)
     log.info("%d RMs, %d benchmark scores, %d downstream measures, units per stratum: %s",
              len(rms), len(col.benchmarks), len(col.downstream),
              {k: len(v) for k, v in col.units.items()})
     for note in col.notes:
         log.warning(note)
-    res = correlate(col, n_boot=n_boot, n_perm=n_perm, rbo_p=rbo_p, ci=ci, seed=seed)
+    res = correlate(col, n_boot=n_boot, n_perm=n_perm, rbo_p=rbo_p, ci=ci, seed=seed, fdr=fdr, min_rms=min_rms,
+                    power_sims=power_sims, signals=signals)
     # 12 significant digits: the precision at which values are ties (rankmetrics.snap), so every
     # coefficient can be recomputed from correlation_inputs.csv with its ties
     write_csv(out_table, res.table, float_format="%.12g")
     write_csv(out_inputs, res.inputs, float_format="%.12g")
+    if out_comparisons is not None:
+        write_csv(out_comparisons, res.comparisons, float_format="%.12g")
+    if out_power is not None:
+        write_csv(out_power, res.power, float_format="%.12g")
     Path(out_summary).parent.mkdir(parents=True, exist_ok=True)
     Path(out_summary).write_text(res.summary + "\n", encoding="utf-8")
     log.info("wrote %d correlation rows", len(res.table))
