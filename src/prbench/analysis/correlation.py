@@ -41,25 +41,27 @@ from ..scoring.official import Official
 from ..seeding import stable_seed
 from ..stats import percentile_interval
 from . import inference, rankmetrics
+from .comparison import (  # noqa: F401  (the comparison table's contract, re-exported)
+    COMPARED,
+    COMPARISON_COLUMNS,
+    PERSONALIZED,
+    POWER_COLUMNS,
+    compare_benchmarks,
+    decide,
+    dkey,
+    power_table,
+)
 from .summary import summarize
 
 log = logging.getLogger("prbench.analysis.correlation")
 
-PERSONALIZED = "personalized"
 PAIR_FIELDS = ("pair_id", "question_id", "subset", "section", "correct")
 TABLE_COLUMNS = [
     "benchmark", "level", "group", "policy", "downstream", "estimator", "measure", "k",
     "coefficient", "value", "ci_low", "ci_high", "p_perm", "n_rms", "n_boot",
     "null_mean", "null_q95", "p_null", "q_null", "value_norm", "loo_min", "loo_max",
 ]
-COMPARISON_COLUMNS = [
-    "benchmark_a", "level_a", "benchmark_b", "level_b", "policy", "downstream", "estimator", "measure", "k",
-    "coefficient", "n_rms", "value_a", "value_b", "diff", "ci_low", "ci_high", "n_boot", "p_perm", "p_williams",
-    "q_perm", "loo_min", "loo_max", "headline", "verdict", "reason",
-]
-POWER_COLUMNS = ["benchmark_a", "benchmark_b", "quantity", "gap", "n_rms", "power", "rho_ab", "center", "alpha",
-                 "target_power", "n_sims"]
-COMPARED = ("spearman", "pearson", "kendall_tau_b", "weighted_tau", "ndcg", "rbo")
+
 PERMUTED = ("spearman", "kendall_tau_b")
 
 
@@ -335,8 +337,55 @@ def _bkey(key: dict) -> tuple:
     return (key["benchmark"], key["level"], key["group"])
 
 
-def _dkey(key: dict) -> tuple:
-    return (key["policy"], key["downstream"], key["estimator"], key["measure"], key["k"])
+_dkey = dkey
+
+
+def _undefined_reason(x0: np.ndarray, y0: np.ndarray) -> str | None:
+    """Why every coefficient of this pair is NaN, or None."""
+    n_rms = len(x0)
+    if n_rms < 2:
+        return f"only {n_rms} RM(s) with both values"
+    why = [side for side, v in (("the benchmark score", x0), ("the downstream measure", y0)) if np.all(v == v[0])]
+    if why:
+        return f"{' and '.join(why)} {'is' if len(why) == 1 else 'are'} equal across the {n_rms} RMs"
+    return None
+
+
+def _coefficient_row(name, fn, x0, y0, xb, yb, n_boot: int, n_perm: int, ci: float, seed: int,
+                     null_cache: dict) -> tuple[dict, np.ndarray]:
+    """One coefficient of one (benchmark, downstream) pair: value, bootstrap CI, permutation p, null,
+    leave-one-RM-out range; and its bootstrap replicates."""
+    n_rms = len(x0)
+    if n_rms >= 2:
+        value = float(fn(x0, y0))
+        reps = fn(xb, yb) if n_boot > 0 else np.empty(0)
+    else:
+        value, reps = float("nan"), np.full(n_boot, np.nan)
+    lo, hi, n_ok = percentile_interval(reps, ci)
+    p = float("nan")
+    if name in PERMUTED and n_rms >= 3:
+        p = rankmetrics.permutation_pvalue(x0, y0, fn, n_perm, stable_seed(seed, "correlation-permutation", n_rms))
+    null_mean, null_q95, p_null = inference.null_stats(x0, y0, fn, n_perm, seed, name, q=0.95, cache=null_cache)
+    loo_min, loo_max = inference.loo_range(inference.leave_one_out(x0, y0, fn))
+    norm = inference.normalised(value, null_mean) if name in inference.NORMALISED else float("nan")
+    return {"coefficient": name, "value": value, "ci_low": lo, "ci_high": hi, "p_perm": p, "n_rms": n_rms,
+            "n_boot": n_ok, "null_mean": null_mean, "null_q95": null_q95, "p_null": p_null, "value_norm": norm,
+            "loo_min": loo_min, "loo_max": loo_max}, reps
+
+
+def _inputs_table(col: Collected, bench: list[Evaluated], down: list[Evaluated], ci: float) -> pd.DataFrame:
+    """The per-RM values that were correlated, with their question-bootstrap CIs."""
+    inputs = []
+    for kind, group in (("benchmark", bench), ("downstream", down)):
+        for e in group:
+            for r, rm in enumerate(col.rms):
+                lo, hi, _ = percentile_interval(e.boot[:, r], ci)
+                inputs.append({"rm": rm, "kind": kind, **e.score.key, "value": e.point[r],
+                               "ci_low": lo, "ci_high": hi})
+    inputs = pd.DataFrame(inputs, columns=["rm", "kind", "benchmark", "level", "group", "policy", "downstream",
+                                           "estimator", "measure", "k", "value", "ci_low", "ci_high"])
+    inputs["k"] = inputs["k"].astype("Int64")
+    return inputs
 
 
 def correlate(
@@ -365,38 +414,15 @@ def correlate(
     for b in bench:
         for d in down:
             keep = np.isfinite(b.point) & np.isfinite(d.point)
-            n_rms = int(keep.sum())
             x0, y0 = b.point[keep], d.point[keep]
-            if n_rms >= 2:
-                why = [side for side, v in (("the benchmark score", x0), ("the downstream measure", y0))
-                       if np.all(v == v[0])]
-                if why:
-                    undefined[(_bkey(b.score.key), _dkey(d.score.key))] = (
-                        f"{' and '.join(why)} {'is' if len(why) == 1 else 'are'} equal across the {n_rms} RMs")
-            else:
-                undefined[(_bkey(b.score.key), _dkey(d.score.key))] = f"only {n_rms} RM(s) with both values"
-            xb, yb = b.boot[:, keep], d.boot[:, keep]
+            why = _undefined_reason(x0, y0)
+            if why:
+                undefined[(_bkey(b.score.key), _dkey(d.score.key))] = why
             for name, fn in coefs.items():
-                if n_rms >= 2:
-                    value = float(fn(x0, y0))
-                    reps = fn(xb, yb) if n_boot > 0 else np.empty(0)
-                else:
-                    value, reps = float("nan"), np.full(n_boot, np.nan)
-                lo, hi, n_ok = percentile_interval(reps, ci)
-                p = float("nan")
-                if name in PERMUTED and n_rms >= 3:
-                    p = rankmetrics.permutation_pvalue(
-                        x0, y0, fn, n_perm, stable_seed(seed, "correlation-permutation", n_rms))
+                row, reps = _coefficient_row(name, fn, x0, y0, b.boot[:, keep], d.boot[:, keep], n_boot, n_perm,
+                                             ci, seed, null_cache)
                 boots[(_bkey(b.score.key), _dkey(d.score.key), name)] = reps
-                null_mean, null_q95, p_null = inference.null_stats(
-                    x0, y0, fn, n_perm, seed, name, q=0.95, cache=null_cache)
-                loo_min, loo_max = inference.loo_range(inference.leave_one_out(x0, y0, fn))
-                rows.append({**b.score.key, **d.score.key, "coefficient": name, "value": value,
-                             "ci_low": lo, "ci_high": hi, "p_perm": p, "n_rms": n_rms, "n_boot": n_ok,
-                             "null_mean": null_mean, "null_q95": null_q95, "p_null": p_null,
-                             "value_norm": inference.normalised(value, null_mean) if name in inference.NORMALISED
-                             else float("nan"),
-                             "loo_min": loo_min, "loo_max": loo_max})
+                rows.append({**b.score.key, **d.score.key, **row})
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     table["k"] = table["k"].astype("Int64")
     table["q_null"] = inference.bh_qvalues(table["p_null"].to_numpy())
@@ -404,132 +430,11 @@ def correlate(
                                      fdr=fdr, min_rms=min_rms, signals=signals)
     power = power_table(bench, power_sims, alpha=1.0 - ci, seed=seed)
 
-    inputs = []
-    for kind, group in (("benchmark", bench), ("downstream", down)):
-        for e in group:
-            for r, rm in enumerate(col.rms):
-                lo, hi, _ = percentile_interval(e.boot[:, r], ci)
-                inputs.append({"rm": rm, "kind": kind, **e.score.key, "value": e.point[r],
-                               "ci_low": lo, "ci_high": hi})
-    inputs = pd.DataFrame(inputs, columns=["rm", "kind", "benchmark", "level", "group", "policy", "downstream",
-                                           "estimator", "measure", "k", "value", "ci_low", "ci_high"])
-    inputs["k"] = inputs["k"].astype("Int64")
+    inputs = _inputs_table(col, bench, down, ci)
     summary = summarize(table, boots, ci, col.notes, n_boot=n_boot, n_perm=n_perm, rbo_p=rbo_p, rbo_ties=rbo_ties,
                         undefined=undefined, comparisons=comparisons, power=power, fdr=fdr, min_rms=min_rms,
                         power_sims=power_sims)
     return Result(table, inputs, boots, summary, comparisons, power)
-
-
-# ---- paired comparisons, power -------------------------------------------------------------------
-
-
-def _headline_benchmarks(bench: list[Evaluated]) -> list[Evaluated]:
-    """Each benchmark's headline score: level `official` where present, else `overall`; personalized first."""
-    official = {e.score.key["benchmark"] for e in bench if e.score.key["level"] == "official"}
-    return [e for e in bench if e.score.key["level"] == "official"
-            or (e.score.key["level"] == "overall" and e.score.key["benchmark"] not in official)]
-
-
-def _headline_cells(down: list[Evaluated], signals: dict | None) -> set:
-    """The downstream key of each (policy, method)'s headline cell: its judge score at the method's
-    signal (estimator, k); without a signal, the first judge-score cell in table order."""
-    cells = {}
-    for e in down:
-        k = e.score.key
-        if k["measure"] != SCORED_MEASURE:
-            continue
-        sig = (signals or {}).get(k["downstream"])
-        if sig is not None:
-            if str(sig.get("estimator") or "") == str(k["estimator"] or "") and \
-                    (None if sig.get("k") is None else int(sig["k"])) == k["k"]:
-                cells[(k["policy"], k["downstream"])] = _dkey(k)
-        else:
-            cells.setdefault((k["policy"], k["downstream"]), _dkey(k))
-    return set(cells.values())
-
-
-def decide(row: dict, fdr: float, min_rms: int) -> tuple[str, str]:
-    """("personalized" | "baseline" | "undecided", why): a side wins only when the difference
-    survives FDR control (q_perm <= fdr), its bootstrap CI excludes 0 on that side, no single
-    left-out RM flips its sign, and at least min_rms RMs are compared."""
-    diff = row["diff"]
-    if not np.isfinite(diff):
-        return "undecided", "the difference is undefined"
-    fails = []
-    if row["n_rms"] < min_rms:
-        fails.append(f"only {row['n_rms']} RMs (correlation.min_rms = {min_rms})")
-    if diff == 0:
-        fails.append("the two coefficients are equal")
-    q = row["q_perm"]
-    if not (np.isfinite(q) and q <= fdr):
-        fails.append(f"the permutation test does not survive FDR at {fdr:g}")
-    lo, hi = row["ci_low"], row["ci_high"]
-    if not (np.isfinite(lo) and ((diff > 0 and lo > 0) or (diff < 0 and hi < 0))):
-        fails.append("the bootstrap CI of the difference includes 0")
-    lmin, lmax = row["loo_min"], row["loo_max"]
-    if not (np.isfinite(lmin) and ((diff > 0 and lmin > 0) or (diff < 0 and lmax < 0))):
-        fails.append("leaving one RM out can flip or zero the sign")
-    if fails:
-        return "undecided", "; ".join(fails)
-    return ("personalized" if diff > 0 else "baseline"), "all criteria hold"
-
-
-def compare_benchmarks(bench: list[Evaluated], down: list[Evaluated], coefs: dict, n_boot: int, n_perm: int,
-                       ci: float, seed: int, fdr: float, min_rms: int, signals: dict | None) -> pd.DataFrame:
-    """The personalized benchmark's headline score against each baseline's, on every downstream
-    measure and coefficient (`inference.compare`), BH q-values over all rows, verdicts."""
-    heads = _headline_benchmarks(bench)
-    pers = [e for e in heads if e.score.key["benchmark"] == PERSONALIZED]
-    others = [e for e in heads if e.score.key["benchmark"] != PERSONALIZED]
-    headline = _headline_cells(down, signals)
-    fns = {"pearson": inference.pearson, **coefs}
-    rows = []
-    for a in pers:
-        for b in others:
-            for d in down:
-                keep = np.isfinite(a.point) & np.isfinite(b.point) & np.isfinite(d.point)
-                n = int(keep.sum())
-                rm_idx = inference.rm_resamples(n, n_boot, seed) if n >= 2 else np.empty((0, n), dtype=int)
-                for name in COMPARED:
-                    base = {"benchmark_a": a.score.key["benchmark"], "level_a": a.score.key["level"],
-                            "benchmark_b": b.score.key["benchmark"], "level_b": b.score.key["level"],
-                            **d.score.key, "coefficient": name, "n_rms": n,
-                            "headline": _dkey(d.score.key) in headline}
-                    if n < 3:
-                        rows.append({**base, "diff": float("nan"), "n_boot": 0})
-                        continue
-                    fn = fns[name]
-                    rows.append({**base, **inference.compare(
-                        a.point[keep], b.point[keep], d.point[keep], a.boot[:, keep], b.boot[:, keep],
-                        d.boot[:, keep], rm_idx, fn, name, ci, n_perm,
-                        stable_seed(seed, "correlation-swap", n))})
-    table = pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
-    table["k"] = table["k"].astype("Int64")
-    table["headline"] = table["headline"].astype(bool)
-    table["q_perm"] = inference.bh_qvalues(table["p_perm"].to_numpy(dtype=float))
-    verdicts = [decide(r, fdr, min_rms) for r in table.to_dict("records")]
-    table["verdict"] = [v for v, _ in verdicts]
-    table["reason"] = [w for _, w in verdicts]
-    return table
-
-
-def power_table(bench: list[Evaluated], n_sims: int, alpha: float, seed: int) -> pd.DataFrame:
-    """Per (personalized, baseline) headline pair: `inference.power_rows` at the run's n RMs, with
-    the two benchmarks' observed Spearman correlation across RMs as their correlation."""
-    heads = _headline_benchmarks(bench)
-    pers = [e for e in heads if e.score.key["benchmark"] == PERSONALIZED]
-    rows = []
-    if n_sims > 0:
-        for a in pers:
-            for b in heads:
-                if b.score.key["benchmark"] == PERSONALIZED:
-                    continue
-                keep = np.isfinite(a.point) & np.isfinite(b.point)
-                rho_ab = float(rankmetrics.spearman(a.point[keep], b.point[keep])) if keep.sum() >= 2 else np.nan
-                for r in inference.power_rows(int(keep.sum()), rho_ab, n_sims, alpha, seed):
-                    rows.append({"benchmark_a": a.score.key["benchmark"], "benchmark_b": b.score.key["benchmark"],
-                                 **r})
-    return pd.DataFrame(rows, columns=POWER_COLUMNS)
 
 
 def run_correlations(

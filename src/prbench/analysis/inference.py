@@ -98,8 +98,8 @@ def null_stats(x, y, fn, n_perm: int, seed: int, name: str, q: float = 0.95, cac
         return float("nan"), float("nan"), float("nan")
     hits = int((values >= value - 1e-12).sum())
     p = hits / len(values) if exact else (hits + 1) / (len(values) + 1)
-    # rounded to 12 decimals: an exact null mean of 0 is written as 0, not as -1e-17
-    return round(float(values.mean()), 12), round(float(np.quantile(values, q)), 12), float(p)
+    # rounded to 12 decimals: an exact null mean of 0 is written as 0, not as -1e-17 or -0
+    return round(float(values.mean()), 12) + 0.0, round(float(np.quantile(values, q)), 12) + 0.0, float(p)
 
 
 def normalised(value: float, null_mean: float) -> float:

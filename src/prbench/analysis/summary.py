@@ -63,7 +63,7 @@ def _preamble(ci: float, settings: dict) -> list[str]:
         "n <= 12); for Spearman and Pearson the Williams t-test for dependent overlapping correlations.",
         "- **Leave-one-RM-out**: the range of a coefficient (or difference) over the n runs without one RM. "
         f"**FDR**: Benjamini-Hochberg q-values over all paired comparisons and over all null tests, at "
-        f"{settings.get('fdr', 0.05):g}. **Power**: simulated (trivariate normal, {settings.get('power_sims')} "
+        f"{settings['fdr']:g}. **Power**: simulated (trivariate normal, {settings.get('power_sims')} "
         "draws), for the Williams test on Spearman's rho.",
         "",
     ]
@@ -221,7 +221,7 @@ def summarize(table: pd.DataFrame, boots: dict, ci: float, notes=(), **settings)
     measure the benchmark (headline level) that correlates best."""
     undefined = settings.get("undefined") or {}
     comparisons = settings.get("comparisons")
-    fdr = settings.get("fdr", 0.05)
+    fdr = settings["fdr"]
     lines = _preamble(ci, settings)
     verdict = verdict_paragraph(table, comparisons, settings.get("power"), ci, fdr)
     lines[1:1] = ["", VERDICT_START, verdict, VERDICT_END]
