@@ -351,3 +351,26 @@ def test_rerun_gives_identical_tables(opposed, saved, tmp_path):
 def test_exact_permutations_cover_every_ranking():
     assert len(inference._all_permutations(5)) == math.factorial(5)
     assert {tuple(p) for p in inference._all_permutations(4)} == set(itertools.permutations(range(4)))
+
+
+def test_html_report_opens_with_the_verdict(saved, tmp_path, monkeypatch):
+    """report/workflow.rst (the report's first text) includes the summary's verdict paragraph:
+    rendered as Snakemake renders it (Jinja, then docutils, in the working directory)."""
+    import types
+
+    import jinja2
+    import yaml
+    from docutils.core import publish_parts
+    from helpers import REPO
+
+    tables = tmp_path / "results" / "tables"
+    tables.mkdir(parents=True)
+    (tables / "correlation_summary.md").write_text(saved["summary"], encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    cfg = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
+    text = jinja2.Environment(trim_blocks=True, lstrip_blocks=True).from_string(
+        (REPO / "report" / "workflow.rst").read_text()).render(snakemake=types.SimpleNamespace(config=cfg))
+    html = publish_parts(text, writer_name="html", settings_overrides={"halt_level": 2})["html_body"]
+    first = re.search(r"<p>(.*?)</p>", html, re.S).group(1)
+    assert first.startswith("<strong>Verdict.</strong>")
+    assert "personalized predicts better than general" in first
