@@ -4,7 +4,7 @@ could detect, and which findings survive false-discovery-rate control.
 
 * `null_stats`        each coefficient under a random RM ranking of the benchmark: the null mean, its
                       upper quantile and the one-sided p-value P(null >= value); exact over all n!
-                      rankings when n <= `EXACT_MAX_N` (8), else `n_perm` seeded random ones.
+                      rankings when n <= `EXACT_MAX_N` (7), else `n_perm` seeded random ones.
 * `leave_one_out`     the coefficient recomputed without each RM in turn (its min and max).
 * `compare`           the paired comparison of benchmarks A and B on the same downstream measure:
                       the difference of their coefficients, a percentile CI from a bootstrap that
@@ -32,8 +32,9 @@ from ..seeding import stable_seed
 from ..stats import percentile_interval
 from . import rankmetrics
 
-EXACT_MAX_N = 8  # n! <= 40320 rankings: enumerate them all
-EXACT_SWAP_MAX_N = 12  # 2^n <= 4096 swap patterns: enumerate them all
+EXACT_MAX_N = 7  # n! <= 5040 rankings: enumerate them all (8! = 40320 costs minutes over a run's cells)
+EXACT_SWAP_MAX_N = 10  # 2^n <= 1024 swap patterns: enumerate them all
+RANK_ONLY = ("spearman", "kendall_tau_b", "weighted_tau", "rbo")  # depend on the scores' rankings only
 NORMALISED = ("ndcg", "rbo")  # reported as (value - null mean) / (1 - null mean) too
 POWER_TARGET = 0.8
 POWER_GAPS = (0.2, 0.3, 0.5)
@@ -78,6 +79,8 @@ def null_stats(x, y, fn, n_perm: int, seed: int, name: str, q: float = 0.95, cac
     if n < 2 or not np.isfinite(value):
         return float("nan"), float("nan"), float("nan")
     xs = np.sort(rankmetrics.average_ranks(x))
+    if name in RANK_ONLY:  # these see y only through its ranking: one null per tie pattern
+        y = rankmetrics.average_ranks(y)
     key = (name, n, xs.tobytes(), y.tobytes(), n_perm, seed)
     if cache is not None and key in cache:
         values, exact = cache[key]

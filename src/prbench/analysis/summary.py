@@ -8,6 +8,7 @@ import pandas as pd
 
 from .. import downstream
 from ..stats import percentile_interval
+from . import inference
 
 DOWNSTREAM_KEY = ["policy", "downstream", "estimator", "measure", "k"]
 
@@ -53,14 +54,16 @@ def _preamble(ci: float, settings: dict) -> list[str]:
         "every coefficient is undefined (nan) and no benchmark is named best.",
         f"- RBO: extrapolated, p={settings.get('rbo_p')}, ties='{settings.get('rbo_ties')}'.",
         "- **Null of every coefficient**: what a random RM ranking of the benchmark scores (mean and 95% "
-        "quantile, exact over all n! rankings when n <= 8, else the permutations above); `p` = P(null >= value), "
-        "one-sided. NDCG and RBO are also given normalised, (value - null mean) / (1 - null mean), since both "
-        "are high even for a random ranking. About these n RMs, like `p`.",
+        f"quantile, exact over all n! rankings when n <= {inference.EXACT_MAX_N}, else the permutations above); "
+        "`p` = P(null >= value), one-sided. NDCG and RBO are also given normalised, "
+        "(value - null mean) / (1 - null mean), since both are high even for a random ranking. "
+        "About these n RMs, like `p`.",
         "- **Paired comparison** (personalized vs each baseline, same downstream scores): the difference of "
         "the two coefficients; its CI from a bootstrap that resamples RMs with replacement (a repeated RM is a "
         "tie) jointly with the questions, so it covers which RMs were chosen as well as question sampling; a "
         "permutation test swapping the two benchmarks' ranks within each RM (exact over all 2^n swaps when "
-        "n <= 12); for Spearman and Pearson the Williams t-test for dependent overlapping correlations.",
+        f"n <= {inference.EXACT_SWAP_MAX_N}); for Spearman and Pearson the Williams t-test for dependent "
+        "overlapping correlations.",
         "- **Leave-one-RM-out**: the range of a coefficient (or difference) over the n runs without one RM. "
         f"**FDR**: Benjamini-Hochberg q-values over all paired comparisons and over all null tests, at "
         f"{settings['fdr']:g}. **Power**: simulated (trivariate normal, {settings.get('power_sims')} "
