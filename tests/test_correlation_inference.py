@@ -374,3 +374,38 @@ def test_html_report_opens_with_the_verdict(saved, tmp_path, monkeypatch):
     first = re.search(r"<p>(.*?)</p>", html, re.S).group(1)
     assert first.startswith("<strong>Verdict.</strong>")
     assert "personalized predicts better than general" in first
+
+
+def test_best_benchmark_without_each_rm_matches_a_scipy_loop():
+    """best_without_one_rm: per left-out RM, the headline benchmark with the larger Spearman
+    (scipy on the remaining RMs); the summary column says 'holds' only if it never changes."""
+    from types import SimpleNamespace as NS
+
+    from prbench.analysis.correlation import best_without_one_rm
+    from prbench.analysis.summary import _loo_cell
+
+    y = np.array([5.0, 1.0, 2.0, 3.0, 4.0, 6.0])
+    a = np.array([9.0, 1.0, 2.0, 4.0, 3.0, 5.0])  # agrees with y except RM 0 and the 3/4 swap
+    b = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 0.5])
+    rms = [f"r{i}" for i in range(6)]
+
+    def ev(bench, v):
+        return NS(score=NS(key={"benchmark": bench, "level": "overall", "group": "overall"}), point=v)
+
+    d = NS(score=NS(key={"policy": "p", "downstream": "bon", "estimator": "expected", "measure": "judge_score",
+                         "k": 16}), point=y)
+    out = best_without_one_rm(rms, [ev("personalized", a), ev("general", b)], [d], rankmetrics.COEFFICIENTS)
+    got = out[(("p", "bon", "expected", "judge_score", 16), "spearman")]
+    for i, rm in enumerate(rms):
+        ra = stats.spearmanr(np.delete(a, i), np.delete(y, i)).statistic
+        rb = stats.spearmanr(np.delete(b, i), np.delete(y, i)).statistic
+        assert got[rm] == ("personalized" if ra > rb else "general" if rb > ra else "personalized=general")
+    full_best = "personalized" if stats.spearmanr(a, y).statistic > stats.spearmanr(b, y).statistic else "general"
+    cell = _loo_cell(full_best, got)
+    assert cell == "holds" if set(got.values()) == {full_best} else cell.startswith("does not hold: ")
+
+
+def test_summary_says_whether_the_best_benchmark_holds(saved):
+    rows = [ln for ln in saved["summary"].splitlines() if ln.startswith("| BoN expected judge_score k=16 |")
+            and ln.split("|")[3].strip() == "personalized"]  # the best-benchmark tables (Spearman, Kendall)
+    assert len(rows) == 2 and all(ln.rstrip(" |").endswith("holds") for ln in rows)

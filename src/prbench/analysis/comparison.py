@@ -29,7 +29,7 @@ def dkey(key: dict) -> tuple:
     return (key["policy"], key["downstream"], key["estimator"], key["measure"], key["k"])
 
 
-def _headline_benchmarks(bench: list) -> list:
+def headline_benchmarks(bench: list) -> list:
     """Each benchmark's headline score: level `official` where present, else `overall`; personalized first."""
     official = {e.score.key["benchmark"] for e in bench if e.score.key["level"] == "official"}
     return [e for e in bench if e.score.key["level"] == "official"
@@ -84,7 +84,7 @@ def compare_benchmarks(bench: list, down: list, coefs: dict, n_boot: int, n_perm
                        ci: float, seed: int, fdr: float, min_rms: int, signals: dict | None) -> pd.DataFrame:
     """The personalized benchmark's headline score against each baseline's, on every downstream
     measure and coefficient (`inference.compare`), BH q-values over all rows, verdicts."""
-    heads = _headline_benchmarks(bench)
+    heads = headline_benchmarks(bench)
     pers = [e for e in heads if e.score.key["benchmark"] == PERSONALIZED]
     others = [e for e in heads if e.score.key["benchmark"] != PERSONALIZED]
     headline = _headline_cells(down, signals)
@@ -122,7 +122,7 @@ def compare_benchmarks(bench: list, down: list, coefs: dict, n_boot: int, n_perm
 def power_table(bench: list, n_sims: int, alpha: float, seed: int) -> pd.DataFrame:
     """Per (personalized, baseline) headline pair: `inference.power_rows` at the run's n RMs, with
     the two benchmarks' observed Spearman correlation across RMs as their correlation."""
-    heads = _headline_benchmarks(bench)
+    heads = headline_benchmarks(bench)
     pers = [e for e in heads if e.score.key["benchmark"] == PERSONALIZED]
     rows = []
     if n_sims > 0:

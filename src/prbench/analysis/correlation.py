@@ -49,6 +49,7 @@ from .comparison import (  # noqa: F401  (the comparison table's contract, re-ex
     compare_benchmarks,
     decide,
     dkey,
+    headline_benchmarks,
     power_table,
 )
 from .summary import summarize
@@ -388,6 +389,34 @@ def _inputs_table(col: Collected, bench: list[Evaluated], down: list[Evaluated],
     return inputs
 
 
+def best_without_one_rm(rms: list[str], bench: list[Evaluated], down: list[Evaluated], coefs: dict) -> dict:
+    """{(downstream key, coefficient): {left-out RM: the best headline benchmark without it}} for
+    Spearman and Kendall (ties between benchmarks: their names joined by '='; none defined: '-')."""
+    heads = headline_benchmarks(bench)
+    out = {}
+    if len(heads) < 2:
+        return out
+    for d in down:
+        keep = np.isfinite(d.point)
+        for h in heads:
+            keep &= np.isfinite(h.point)
+        idx = np.flatnonzero(keep)
+        if len(idx) < 3:
+            continue
+        for name in ("spearman", "kendall_tau_b"):
+            loo = np.array([inference.leave_one_out(h.point[idx], d.point[idx], coefs[name]) for h in heads])
+            best = {}
+            for j, r in enumerate(idx):
+                col_vals = loo[:, j]
+                if not np.isfinite(col_vals).any():
+                    best[rms[r]] = "-"
+                    continue
+                top = np.nanmax(col_vals)
+                best[rms[r]] = "=".join(h.score.key["benchmark"] for h, v in zip(heads, col_vals) if v == top)
+            out[(_dkey(d.score.key), name)] = best
+    return out
+
+
 def correlate(
     col: Collected,
     n_boot: int = 1000,
@@ -433,7 +462,7 @@ def correlate(
     inputs = _inputs_table(col, bench, down, ci)
     summary = summarize(table, boots, ci, col.notes, n_boot=n_boot, n_perm=n_perm, rbo_p=rbo_p, rbo_ties=rbo_ties,
                         undefined=undefined, comparisons=comparisons, power=power, fdr=fdr, min_rms=min_rms,
-                        power_sims=power_sims)
+                        power_sims=power_sims, best_loo=best_without_one_rm(col.rms, bench, down, coefs))
     return Result(table, inputs, boots, summary, comparisons, power)
 
 

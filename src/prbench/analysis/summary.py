@@ -64,7 +64,8 @@ def _preamble(ci: float, settings: dict) -> list[str]:
         "permutation test swapping the two benchmarks' ranks within each RM (exact over all 2^n swaps when "
         f"n <= {inference.EXACT_SWAP_MAX_N}); for Spearman and Pearson the Williams t-test for dependent "
         "overlapping correlations.",
-        "- **Leave-one-RM-out**: the range of a coefficient (or difference) over the n runs without one RM. "
+        "- **Leave-one-RM-out**: the range of a coefficient (or difference) over the n runs without one RM; "
+        "`best without any one RM` says whether the best benchmark stays best without each RM in turn. "
         f"**FDR**: Benjamini-Hochberg q-values over all paired comparisons and over all null tests, at "
         f"{settings['fdr']:g}. **Power**: simulated (trivariate normal, {settings.get('power_sims')} "
         "draws), for the Williams test on Spearman's rho.",
@@ -96,7 +97,18 @@ def _runner_up_cells(best, second, dk: tuple, coef: str, boots: dict, ci: float,
     return f"{name2} | {cell2} | {'yes' if separated else 'no'} | {diff}"
 
 
-def _measure_row(grp: pd.DataFrame, coef: str, boots: dict, ci: float, undefined: dict) -> str:
+def _loo_cell(best_name: str, without: dict | None) -> str:
+    """Whether the best benchmark stays best when any one RM is left out."""
+    if not without:
+        return "-"
+    changed = {rm: b for rm, b in without.items() if b != best_name}
+    if not changed:
+        return "holds"
+    return "does not hold: " + ", ".join(f"{b} without {rm}" for rm, b in changed.items())
+
+
+def _measure_row(grp: pd.DataFrame, coef: str, boots: dict, ci: float, undefined: dict,
+                 best_loo: dict | None = None) -> str:
     """One table row: the best benchmark for one downstream measure, and its runner-up."""
     grp = grp.sort_values("value", ascending=False, na_position="last")
     best = grp.iloc[0]
@@ -106,13 +118,15 @@ def _measure_row(grp: pd.DataFrame, coef: str, boots: dict, ci: float, undefined
     if not np.isfinite(best["value"]):
         reasons = sorted({undefined.get((_bench_key(r), dk), "undefined") for _, r in grp.iterrows()})
         return (f"| {label} | {best['n_rms']} | none: undefined ({'; '.join(reasons)}) "
-                "| nan | nan | - | - | - | - |")
+                "| nan | nan | - | - | - | - | - |")
     cell = f"{_fmt(best['value'])} [{_fmt(best['ci_low'])}, {_fmt(best['ci_high'])}]"
     p = "nan" if pd.isna(best["p_perm"]) else f"{best['p_perm']:.3f}"
     if len(grp) < 2:
-        return f"| {label} | {best['n_rms']} | {best['benchmark']} | {cell} | {p} | - | - | - | - |"
+        return f"| {label} | {best['n_rms']} | {best['benchmark']} | {cell} | {p} | - | - | - | - | - |"
     runner_up = _runner_up_cells(best, grp.iloc[1], dk, coef, boots, ci, undefined)
-    return f"| {label} | {best['n_rms']} | {best['benchmark']} | {cell} | {p} | {runner_up} |"
+    best_name = best["benchmark"] if grp.iloc[1]["value"] != best["value"] else "="
+    loo = _loo_cell(best_name, (best_loo or {}).get((dk, coef)))
+    return f"| {label} | {best['n_rms']} | {best['benchmark']} | {cell} | {p} | {runner_up} | {loo} |"
 
 
 VERDICT_START = "<!-- verdict -->"
@@ -236,11 +250,12 @@ def summarize(table: pd.DataFrame, boots: dict, ci: float, notes=(), **settings)
         lines.append("")
     for coef in ("spearman", "kendall_tau_b"):
         lines += [f"## {coef}", "",
-                  "| downstream | n RMs | best | value [CI] | p | runner-up | value [CI] | CIs disjoint | diff CI |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "| downstream | n RMs | best | value [CI] | p | runner-up | value [CI] | CIs disjoint | diff CI "
+                  "| best without any one RM |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         sub = head[head["coefficient"] == coef]
         for _, grp in sub.groupby(DOWNSTREAM_KEY, sort=False, dropna=False):
-            lines.append(_measure_row(grp, coef, boots, ci, undefined))
+            lines.append(_measure_row(grp, coef, boots, ci, undefined, settings.get("best_loo")))
         lines.append("")
     if notes:
         lines += ["## Data notes", ""] + [f"- {n}" for n in notes] + [""]
