@@ -409,3 +409,16 @@ def test_summary_says_whether_the_best_benchmark_holds(saved):
     rows = [ln for ln in saved["summary"].splitlines() if ln.startswith("| BoN expected judge_score k=16 |")
             and ln.split("|")[3].strip() == "personalized"]  # the best-benchmark tables (Spearman, Kendall)
     assert len(rows) == 2 and all(ln.rstrip(" |").endswith("holds") for ln in rows)
+
+
+def test_fdr_section_counts_the_saved_q_values(saved):
+    comp, table = saved["comparisons"], saved["table"]
+    q = stats.false_discovery_control(comp["p_perm"].dropna(), method="bh")
+    assert comp["q_perm"].dropna().to_numpy() == pytest.approx(q)
+    n_comp = int((q <= 0.05).sum())
+    q_null = stats.false_discovery_control(table["p_null"].dropna(), method="bh")
+    n_null = int((q_null <= 0.05).sum())
+    text = saved["summary"]
+    assert f"- paired comparisons: {n_comp} of {len(q)} survive." in text
+    assert f"- coefficients beyond a random RM ranking: {n_null} of {len(q_null)} survive." in text
+    assert n_comp > 0  # the opposed world has real findings

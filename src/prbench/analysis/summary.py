@@ -214,6 +214,31 @@ def _comparison_section(comparisons: pd.DataFrame, ci: float) -> list[str]:
     return lines
 
 
+def _fdr_section(table: pd.DataFrame, comparisons: pd.DataFrame, fdr: float, limit: int = 30) -> list[str]:
+    """The findings that survive Benjamini-Hochberg FDR control: paired comparisons and coefficients
+    beyond a random RM ranking (at most `limit` of each, smallest q first)."""
+    lines = [f"## Findings that survive FDR at {fdr:g}", ""]
+    comp = comparisons if comparisons is not None else pd.DataFrame(columns=["q_perm"])
+    groups = (("paired comparisons", comp, "q_perm"), ("coefficients beyond a random RM ranking", table, "q_null"))
+    for what, df, qcol in groups:
+        tested = df[np.isfinite(df[qcol].astype(float))]
+        surv = tested[tested[qcol] <= fdr].sort_values(qcol, kind="stable")
+        lines.append(f"- {what}: {len(surv)} of {len(tested)} survive.")
+        for _, r in surv.head(limit).iterrows():
+            label = downstream.measure_label(r["downstream"], r["estimator"], r["measure"],
+                                             None if pd.isna(r["k"]) else int(r["k"]))
+            if qcol == "q_perm":
+                lines.append(f"  - {label}, {r['coefficient']}: personalized {_fmt(r['value_a'])} vs "
+                             f"{r['benchmark_b']} {_fmt(r['value_b'])} (diff {_fmt(r['diff'])}, q {_p(r[qcol])}, "
+                             f"verdict {r['verdict']})")
+            else:
+                lines.append(f"  - {label}, {r['benchmark']} {r['level']} {r['group']}, {r['coefficient']}: "
+                             f"{_fmt(r['value'])} (null mean {_fmt(r['null_mean'])}, q {_p(r[qcol])})")
+        if len(surv) > limit:
+            lines.append(f"  - and {len(surv) - limit} more (the tables have them all)")
+    return lines + [""]
+
+
 def _null_section(table: pd.DataFrame, comparisons: pd.DataFrame) -> list[str]:
     if comparisons is None or comparisons.empty:
         return []
@@ -242,7 +267,8 @@ def summarize(table: pd.DataFrame, boots: dict, ci: float, notes=(), **settings)
     lines = _preamble(ci, settings)
     verdict = verdict_paragraph(table, comparisons, settings.get("power"), ci, fdr)
     lines[1:1] = ["", VERDICT_START, verdict, VERDICT_END]
-    lines += _comparison_section(comparisons, ci) + _null_section(table, comparisons)
+    lines += _comparison_section(comparisons, ci) + _fdr_section(table, comparisons, fdr)
+    lines += _null_section(table, comparisons)
     head = _headline(table)
     benches = list(dict.fromkeys(head["benchmark"]))
     if len(benches) < 2:
