@@ -136,3 +136,31 @@ def power_table(bench: list, n_sims: int, alpha: float, seed: int) -> pd.DataFra
                     rows.append({"benchmark_a": a.score.key["benchmark"], "benchmark_b": b.score.key["benchmark"],
                                  **r})
     return pd.DataFrame(rows, columns=POWER_COLUMNS)
+
+
+def best_without_one_rm(rms: list[str], bench: list, down: list, coefs: dict) -> dict:
+    """{(downstream key, coefficient): {left-out RM: the best headline benchmark without it}} for
+    Spearman and Kendall (ties between benchmarks: their names joined by '='; none defined: '-')."""
+    heads = headline_benchmarks(bench)
+    out = {}
+    if len(heads) < 2:
+        return out
+    for d in down:
+        keep = np.isfinite(d.point)
+        for h in heads:
+            keep &= np.isfinite(h.point)
+        idx = np.flatnonzero(keep)
+        if len(idx) < 3:
+            continue
+        for name in ("spearman", "kendall_tau_b"):
+            loo = np.array([inference.leave_one_out(h.point[idx], d.point[idx], coefs[name]) for h in heads])
+            best = {}
+            for j, r in enumerate(idx):
+                col_vals = loo[:, j]
+                if not np.isfinite(col_vals).any():
+                    best[rms[r]] = "-"
+                    continue
+                top = np.nanmax(col_vals)
+                best[rms[r]] = "=".join(h.score.key["benchmark"] for h, v in zip(heads, col_vals) if v == top)
+            out[(dkey(d.score.key), name)] = best
+    return out

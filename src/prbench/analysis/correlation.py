@@ -19,8 +19,11 @@ jointly: the same resampled question ids drive the personalized accuracies and e
 mean, so their dependence is kept. Each baseline's questions are resampled independently (their
 replicates are paired with the personalized ones by index only). All coefficients
 (`prbench.analysis.rankmetrics`) are recomputed on every replicate; percentile CIs at `ci`; permutation
-p-values for Spearman and Kendall shuffle the downstream values across RMs. The markdown summary
-(best benchmark per downstream measure) is written by `prbench.analysis.summary`.
+p-values for Spearman and Kendall shuffle the downstream values across RMs. Every coefficient also
+gets its null under a random RM ranking and its leave-one-RM-out range (`prbench.analysis.inference`);
+`prbench.analysis.comparison` compares the personalized benchmark with each baseline (paired, RMs and
+questions resampled jointly) and writes the verdicts and the power table. The markdown summary
+(verdict paragraph first) is written by `prbench.analysis.summary`.
 """
 from __future__ import annotations
 
@@ -46,10 +49,10 @@ from .comparison import (  # noqa: F401  (the comparison table's contract, re-ex
     COMPARISON_COLUMNS,
     PERSONALIZED,
     POWER_COLUMNS,
+    best_without_one_rm,
     compare_benchmarks,
     decide,
     dkey,
-    headline_benchmarks,
     power_table,
 )
 from .summary import summarize
@@ -387,34 +390,6 @@ def _inputs_table(col: Collected, bench: list[Evaluated], down: list[Evaluated],
                                            "estimator", "measure", "k", "value", "ci_low", "ci_high"])
     inputs["k"] = inputs["k"].astype("Int64")
     return inputs
-
-
-def best_without_one_rm(rms: list[str], bench: list[Evaluated], down: list[Evaluated], coefs: dict) -> dict:
-    """{(downstream key, coefficient): {left-out RM: the best headline benchmark without it}} for
-    Spearman and Kendall (ties between benchmarks: their names joined by '='; none defined: '-')."""
-    heads = headline_benchmarks(bench)
-    out = {}
-    if len(heads) < 2:
-        return out
-    for d in down:
-        keep = np.isfinite(d.point)
-        for h in heads:
-            keep &= np.isfinite(h.point)
-        idx = np.flatnonzero(keep)
-        if len(idx) < 3:
-            continue
-        for name in ("spearman", "kendall_tau_b"):
-            loo = np.array([inference.leave_one_out(h.point[idx], d.point[idx], coefs[name]) for h in heads])
-            best = {}
-            for j, r in enumerate(idx):
-                col_vals = loo[:, j]
-                if not np.isfinite(col_vals).any():
-                    best[rms[r]] = "-"
-                    continue
-                top = np.nanmax(col_vals)
-                best[rms[r]] = "=".join(h.score.key["benchmark"] for h, v in zip(heads, col_vals) if v == top)
-            out[(_dkey(d.score.key), name)] = best
-    return out
 
 
 def correlate(
