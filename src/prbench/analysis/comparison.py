@@ -21,7 +21,8 @@ COMPARISON_COLUMNS = [
 ]
 POWER_COLUMNS = ["benchmark_a", "benchmark_b", "quantity", "gap", "n_rms", "power", "rho_ab", "center", "alpha",
                  "target_power", "n_sims"]
-COMPARED = ("spearman", "pearson", "kendall_tau_b", "weighted_tau", "ndcg", "rbo")
+# the coefficients compared: Spearman, Pearson beside it, then every other rank coefficient
+COMPARED = ("spearman", "pearson") + tuple(c for c in rankmetrics.COEFFICIENTS if c != "spearman")
 
 
 def dkey(key: dict) -> tuple:
@@ -96,7 +97,7 @@ def compare_benchmarks(bench: list, down: list, coefs: dict, n_boot: int, n_perm
                 keep = np.isfinite(a.point) & np.isfinite(b.point) & np.isfinite(d.point)
                 n = int(keep.sum())
                 rm_idx = inference.rm_resamples(n, n_boot, seed) if n >= 2 else np.empty((0, n), dtype=int)
-                for name in COMPARED:
+                for name in ["spearman", "pearson"] + [c for c in coefs if c != "spearman"]:
                     base = {"benchmark_a": a.score.key["benchmark"], "level_a": a.score.key["level"],
                             "benchmark_b": b.score.key["benchmark"], "level_b": b.score.key["level"],
                             **d.score.key, "coefficient": name, "n_rms": n,
