@@ -2,6 +2,8 @@
 #   results/tables/correlations.csv        every coefficient x benchmark score x downstream measure, CI, p
 #   results/tables/correlation_summary.md  per downstream measure: best benchmark, separated from the runner-up?
 #   results/tables/correlation_inputs.csv  the per-RM values that were correlated (with bootstrap CIs)
+#   results/tables/correlation_comparisons.csv  personalized vs each baseline, paired: diff, CI, p, q, verdict
+#   results/tables/correlation_power.csv   smallest detectable Spearman gap, RMs needed per gap
 #   results/figures/{accuracy,bon_curves,scatter,correlations}.{png,pdf}, {method}_training.{png,pdf}
 # The downstream methods come from the registry (prbench.downstream, DOWNSTREAM in common.smk):
 # nothing below names one. Each method's measure table is an input of `correlations`; its figure
@@ -49,6 +51,16 @@ rule correlations:
             caption="../report/correlation_inputs.rst",
             category="Tables",
         ),
+        comparisons=report(
+            "results/tables/correlation_comparisons.csv",
+            caption="../report/correlation_comparisons.rst",
+            category="Tables",
+        ),
+        power=report(
+            "results/tables/correlation_power.csv",
+            caption="../report/correlation_power.rst",
+            category="Tables",
+        ),
     log:
         "logs/analysis/correlations.log",
     benchmark:
@@ -65,10 +77,19 @@ rule correlations:
         run_keys=RUN_KEYS,
         methods=DOWNSTREAM,
         bench_kinds={b: config["data"]["baselines"][b].get("kind") for b in BASELINES},
-        bootstrap=CORR["bootstrap"],
-        permutations=CORR["permutations"],
-        rbo_p=CORR["rbo_p"],
-        ci=CORR["ci"],
+        corr=pick(
+            CORR,
+            [
+                "bootstrap",
+                "permutations",
+                "rbo_p",
+                "ci",
+                "fdr",
+                "min_rms",
+                "power_simulations",
+            ],
+        ),
+        signals=FIG_SIGNALS,
         seed=SEED,
     script:
         "../workflow_scripts/correlations.py"
@@ -199,6 +220,8 @@ ALL_TARGETS.extend(
         "results/tables/correlations.csv",
         "results/tables/correlation_summary.md",
         "results/tables/correlation_inputs.csv",
+        "results/tables/correlation_comparisons.csv",
+        "results/tables/correlation_power.csv",
     ]
 )
 ALL_TARGETS.extend(f"results/figures/{name}.{ext}" for name in FIGURES for ext in ("png", "pdf"))
