@@ -7,7 +7,10 @@
 # Each method's own table (results/tables/{method}.csv) is a rule of its stage file.
 # The keys of config section ppo the evaluation reads, passed as params `ppo`: editing a ppo.eval_* key
 # reruns the evaluation, not a training.
-POLICY_EVAL = pick(config["ppo"], ["temperature", "eval_greedy", "eval_max_new_tokens", "eval_questions_per_subset"])
+POLICY_EVAL = pick(
+    config["ppo"],
+    ["temperature", "eval_greedy", "eval_top_p", "eval_max_new_tokens", "eval_questions_per_subset"],
+)
 
 
 rule base_answers:

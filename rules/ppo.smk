@@ -24,6 +24,7 @@ PPO_TRAIN = pick(
         "response_length",
         "temperature",
         "kl_coef",
+        "reward_scale",
         "nan_reward",
         "save_steps",
         "per_device_batch_size",
