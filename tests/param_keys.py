@@ -196,9 +196,10 @@ JobParams = dict[tuple[str, tuple[str, ...]], list]
 @contextlib.contextmanager
 def cached_parsing() -> Iterator[None]:
     """Within: Snakemake parses each Snakefile and loads the schema once per process, not once per
-    DAG (two thirds of a build); the config still goes through validate() and the rules' code runs
-    afresh. The cwd and sys.path (rules/common.smk prepends src/) are restored on exit."""
+    DAG (two thirds of a build), and skips the jobs' conda environments; the config still goes
+    through validate() and the rules' code runs afresh. The cwd and sys.path (rules/common.smk prepends src/) are restored on exit."""
     import snakemake.api  # noqa: F401 - first: snakemake.workflow imports it back
+    import snakemake.dag
     import snakemake.utils
     import snakemake.workflow
 
@@ -226,11 +227,14 @@ def cached_parsing() -> Iterator[None]:
         return copy.deepcopy(loaded[key])
 
     cwd, path = os.getcwd(), list(sys.path)
+    conda_envs = snakemake.dag.DAG.update_conda_envs  # conda envs of the jobs: no job runs here
     snakemake.workflow.parse, snakemake.utils._load_configfile = cached_parse, cached_load
+    snakemake.dag.DAG.update_conda_envs = lambda self: None
     try:
         yield
     finally:
         snakemake.workflow.parse, snakemake.utils._load_configfile = parse, load
+        snakemake.dag.DAG.update_conda_envs = conda_envs
         os.chdir(cwd)
         sys.path[:] = path
 

@@ -28,7 +28,8 @@ import yaml
 from helpers import REPO
 from param_keys import MISSING, leaves, param_map
 
-pytestmark = pytest.mark.dag
+# about 2.5 min of CPU for the three configs (~800 DAGs): `slow` as well as `dag`
+pytestmark = [pytest.mark.dag, pytest.mark.slow]
 
 CONFIGS = {"demo": "configs/demo.yaml", "replica": "configs/replica.yaml", "paper": "config.yaml"}
 MAP_PATH = REPO / "tests" / "fixtures" / "param_map.json"
