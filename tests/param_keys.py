@@ -197,7 +197,8 @@ JobParams = dict[tuple[str, tuple[str, ...]], list]
 def cached_parsing() -> Iterator[None]:
     """Within: Snakemake parses each Snakefile and loads the schema once per process, not once per
     DAG (two thirds of a build), and skips the jobs' conda environments; the config still goes
-    through validate() and the rules' code runs afresh. The cwd and sys.path (rules/common.smk prepends src/) are restored on exit."""
+    through validate() and the rules' code runs afresh. The cwd and sys.path (rules/common.smk
+    prepends src/) are restored on exit."""
     import snakemake.api  # noqa: F401 - first: snakemake.workflow imports it back
     import snakemake.dag
     import snakemake.utils

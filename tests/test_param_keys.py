@@ -26,10 +26,9 @@ from dataclasses import dataclass
 import pytest
 import yaml
 from helpers import REPO
-from param_keys import MISSING, leaves, param_map
+from param_keys import MISSING, changed_rules, edits, job_params, leaves, param_map, set_key
 
-# about 2.5 min of CPU for the three configs (~800 DAGs): `slow` as well as `dag`
-pytestmark = [pytest.mark.dag, pytest.mark.slow]
+# The whole-schema tests take about 2.5 min of CPU for the three configs (~800 DAGs): `slow` and `dag`.
 
 CONFIGS = {"demo": "configs/demo.yaml", "replica": "configs/replica.yaml", "paper": "config.yaml"}
 MAP_PATH = REPO / "tests" / "fixtures" / "param_map.json"
@@ -114,6 +113,8 @@ def _unset(cfg: dict) -> set[str]:
     return {leaf.key for leaf in leaves(cfg) if leaf.value is MISSING}
 
 
+@pytest.mark.dag
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CONFIGS)
 def test_every_key_reaches_a_job(live, name):
     """Each edit of each key is schema-valid and changes the params of at least one job."""
@@ -132,6 +133,8 @@ def test_every_key_reaches_a_job(live, name):
     assert not problems, f"{CONFIGS[name]}:\n" + "\n".join(problems)
 
 
+@pytest.mark.dag
+@pytest.mark.slow
 def test_skip_list_is_current(live):
     """Each SKIP entry excuses a key that reaches no job (or has no valid edit) in a config it names."""
     used = set()
@@ -160,6 +163,8 @@ def dump_map(m: dict) -> str:
     return "{\n" + ",\n".join(blocks) + "\n}\n"
 
 
+@pytest.mark.dag
+@pytest.mark.slow
 def test_param_map_snapshot(live):
     """The committed key -> rules map equals the live one (regenerate: PRB_UPDATE_PARAM_MAP=1)."""
     current = _live_map(live)
@@ -182,3 +187,51 @@ def test_param_map_snapshot(live):
                 lines.append(f"{name}: {key}: {'; '.join(what)}" + ("  (reaches NO job now)" if not new[key] else ""))
     assert not lines, ("the params map differs from tests/fixtures/param_map.json:\n" + "\n".join(lines)
                        + f"\nIf intended, regenerate it with `{REGENERATE}` and review the diff.")
+
+
+def _demo() -> dict:
+    return yaml.safe_load((REPO / CONFIGS["demo"]).read_text())
+
+
+def test_leaves_cover_entries_and_schema_defaults():
+    """The keys include those inside every entry and those present only as schema defaults."""
+    cfg = _demo()
+    keys = {leaf.key: leaf for leaf in leaves(cfg)}
+    assert "ppo.reward_scale" not in cfg["ppo"] and keys["ppo.reward_scale"].value == 1.0  # default only
+    assert "reward_models.length_only.use_safetensors" in keys  # default only, inside an entry
+    assert {f"reward_models.{rm}.kind" for rm in cfg["reward_models"]} <= set(keys)
+    assert "data.baselines.general.split" in keys and "reward_models.mixture.train.mix.general" in keys
+    assert "prompts.files" in keys  # an empty mapping of entries: the edit adds one
+    assert keys["reward_models.untrained.train.mix"].value == {}
+    assert not {"ppo", "reward_models", "data.personalized", "replica.seed"} & set(keys)  # sections; no replica
+    assert keys["reward_models.length_only.top_k"].value is MISSING
+
+
+def test_edits_are_other_valid_values():
+    cfg = _demo()
+    keys = {leaf.key: leaf for leaf in leaves(cfg)}
+    assert edits(keys["ppo.eval_greedy"]) == [("value", [False])]
+    assert edits(keys["grpo.loss_type"]) == [("value", ["grpo", "dr_grpo", "bnpo"])]
+    assert edits(keys["ppo.total_episodes"])[0] == ("null", [None])  # nullable: null, then a number
+    assert all(x != 768 and x >= 1 for x in edits(keys["ppo.total_episodes"])[1][1])
+    assert all(0 < x <= 1 and x != 1.0 for x in edits(keys["bon.top_p"])[0][1])  # within the bounds
+    assert edits(keys["bon.ks"])[0][1][0] == [1, 2, 4, 8]
+
+
+def test_changed_rules_counts_changed_added_and_removed_jobs():
+    base = {("a", ("x",)): ["1"], ("b", ("y",)): ["2"], ("c", ("z",)): []}
+    assert changed_rules(base, dict(base)) == []
+    assert changed_rules(base, {**base, ("a", ("x",)): ["9"]}) == ["a"]
+    assert changed_rules(base, {**base, ("d", ("w",)): []}) == ["d"]
+    assert changed_rules(base, {k: v for k, v in base.items() if k[0] != "c"}) == ["c"]
+
+
+@pytest.mark.dag
+def test_ppo_reward_scale_and_eval_top_p_reach_their_readers(tmp_path):
+    """The two keys once missing from the pick lists: train_ppo reads reward_scale, the evaluation
+    (base_answers, eval_policy) eval_top_p; nothing else."""
+    cfg = _demo()
+    base = job_params(cfg, tmp_path)
+    assert changed_rules(base, job_params(set_key(cfg, ("ppo", "reward_scale"), 0.1), tmp_path)) == ["train_ppo"]
+    assert changed_rules(base, job_params(set_key(cfg, ("ppo", "eval_top_p"), 0.9), tmp_path)) == [
+        "base_answers", "eval_policy"]
