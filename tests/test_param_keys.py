@@ -40,12 +40,13 @@ ALL = tuple(CONFIGS)
 @dataclass(frozen=True)
 class Skip:
     configs: tuple[str, ...]
-    pattern: str  # fnmatch over the dotted key, entry names included
+    pattern: str | tuple[str, ...]  # fnmatch globs over the dotted key, entry names included
     reason: str
     only_unset: bool = False  # excuses the key only where the config does not set it
     label: str | None = None  # excuses only this edit of the key ("null" or "value"), else all of them
 
 
+DEMO_TRAINED_RMS = ("pers_profile", "pers_noprofile", "general_only", "mixture", "untrained")
 # Keys no job's params read under a config (an edit reaches no job, or no valid edit exists there).
 SKIP = [
     Skip(ALL, "*.params_b", "resource hint: sizes the jobs' memory and GPU requests (resources:), never what "
@@ -54,8 +55,8 @@ SKIP = [
     Skip(ALL, "judge.tensor_parallel_size", "vLLM engine key: read under judge.backend vllm only"),
     Skip(ALL, "judge.max_model_len", "vLLM engine key: read under judge.backend vllm only"),
     Skip(ALL, "judge.gpu_memory_utilization", "vLLM engine key: read under judge.backend vllm only"),
-    Skip(ALL, "reward_models.*.path", "a second model source: an RM has exactly one of path, train, "
-                                      "from_policy (check_config)", only_unset=True),
+    Skip(("demo",), tuple(f"reward_models.{rm}.path" for rm in (*DEMO_TRAINED_RMS, "policy_judge")),
+         "a second model source: an RM has exactly one of path, train, from_policy (check_config)"),
     Skip(ALL, "reward_models.*.from_policy", "a second model source, or no second policy to name "
                                              "(check_config)"),
     Skip(ALL, "policies.*.path", "a policy with train: true has no path (schema oneOf)", only_unset=True),
@@ -72,8 +73,10 @@ SKIP = [
     Skip(("paper",), "ppo.local_rollout_forward_batch_size", "null (64-row chunks) does not fit "
                                                              "resources.gpu_mem_gb (the memory plan refuses)",
          label="null"),
-    Skip(("demo",), "reward_models.*.kind", "trained demo RMs must be classifiers; the length RM has no model "
-                                            "source another kind needs (check_config)"),
+    Skip(("demo",), tuple(f"reward_models.{rm}.kind" for rm in DEMO_TRAINED_RMS),
+         "trained demo RMs must be classifiers (check_config)"),
+    Skip(("demo",), "reward_models.length_only.kind", "the length RM has no model source, which every other kind "
+                                                      "needs (check_config)"),
     Skip(("demo",), "reward_models.length_only.use_profile", "a length RM never reads the profile (check_config)"),
     Skip(("demo",), "demo.enabled", "the demo's trained RMs and policy need demo.enabled (check_config)"),
     Skip(("demo", "replica"), "data.personalized.source", "the DAG writes the data there (demo_world, "
@@ -90,7 +93,8 @@ SKIP = [
 
 def skip_for(config: str, key: str, unset: bool) -> Skip | None:
     for s in SKIP:
-        if config in s.configs and fnmatch.fnmatchcase(key, s.pattern) and (unset or not s.only_unset):
+        globs = (s.pattern,) if isinstance(s.pattern, str) else s.pattern
+        if config in s.configs and any(fnmatch.fnmatchcase(key, g) for g in globs) and (unset or not s.only_unset):
             return s
     return None
 
