@@ -29,12 +29,16 @@ JUDGE_CALIBRATION_FILES = (
 JUDGE_INPUT = [JUDGE_CALIBRATION] if JUDGE_MINILM else []
 # what loading the judge reads (params_b is a resource hint: resources only). The minilm judge reads
 # its model and batch size only: the LLM judges' settings (max_new_tokens, retries, system_turn,
-# aspect_format, aggregate, failure, the vllm engine keys) never reach its jobs.
+# aspect_format, aggregate, failure) never reach its jobs; the vLLM engine keys
+# (prbench.models.vllm_engine_kwargs) reach the judging jobs under backend vllm only.
 JUDGE_MINILM_KEYS = ["backend", "model", "batch_size"]
+JUDGE_VLLM_KEYS = ("tensor_parallel_size", "max_model_len", "gpu_memory_utilization")
 JUDGE_CFG = (
     canon(dict(pick(JUDGE, JUDGE_MINILM_KEYS), calibration=JUDGE_CALIBRATION))
     if JUDGE_MINILM
-    else without_resource_keys(JUDGE)
+    else without_resource_keys(
+        {k: v for k, v in JUDGE.items() if JUDGE["backend"] == "vllm" or k not in JUDGE_VLLM_KEYS}
+    )
 )
 JUDGE_B = _params_b(JUDGE, 1.0)
 

@@ -120,6 +120,8 @@ def check_config(config: dict) -> None:
     for name, entry in policies.items():
         if "path" in entry:
             check_model_ref(entry["path"], f"policies.{name}.path")
+        elif not entry.get("train"):
+            raise ConfigError(f"config key policies.{name}: a policy needs a path unless train is true")
     check_model_ref(config["retriever"]["model"], "retriever.model")
     if config["judge"]["backend"] == "minilm":
         check_model_ref(config["judge"]["model"], "judge.model")
