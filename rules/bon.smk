@@ -16,16 +16,13 @@ BON_SETS = replicates("bon")
 BON_POLICY_SPEC = {p: policy_spec(p) for p in POLICIES}
 
 
-def bon_dir(policy, rep=0):
-    """The folder of one sample set: results/bon/{policy}[/set{rep} for rep > 0]."""
-    return f"results/bon/{policy}" + (f"/set{rep}" if rep else "")
-
-
 # sample set 0 keeps the single-set input names (samples_{p}, ...), set r > 0 adds _set{r}
 BON_TABLE_INPUTS = {}
 for _k in BON_SETS:
     _sfx = f"_set{_k}" if _k else ""
-    BON_TABLE_INPUTS.update({f"rm_{p}_{r}{_sfx}": f"{bon_dir(p, _k)}/rm_scores/{r}.jsonl" for p in POLICIES for r in RMS})
+    BON_TABLE_INPUTS.update(
+        {f"rm_{p}_{r}{_sfx}": f"{bon_dir(p, _k)}/rm_scores/{r}.jsonl" for p in POLICIES for r in RMS}
+    )
     BON_TABLE_INPUTS.update({f"samples_{p}{_sfx}": f"{bon_dir(p, _k)}/samples.jsonl" for p in POLICIES})
     BON_TABLE_INPUTS.update({f"judged_{p}{_sfx}": f"{bon_dir(p, _k)}/judged.jsonl" for p in POLICIES})
 
@@ -223,10 +220,7 @@ rule bon_table:
     output:
         table="results/tables/bon.csv",
         curves=[
-            f"{bon_dir(p, k)}/curves/{r}.csv"
-            for k in BON_SETS
-            for p in POLICIES
-            for r in RMS + ["_oracle", "_random"]
+            f"{bon_dir(p, k)}/curves/{r}.csv" for k in BON_SETS for p in POLICIES for r in RMS + ["_oracle", "_random"]
         ],
     log:
         "logs/bon/bon_table.log",

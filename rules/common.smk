@@ -69,6 +69,11 @@ def run_dir(method, policy, rm, subset="", rep=0):
     return Path("results", method, policy, rm, subset, f"seed{rep}" if int(rep) else "").as_posix()  # "": no part
 
 
+def bon_dir(policy, rep=0):
+    """The folder of one BoN sample set: results/bon/{policy}[/set{rep} for rep > 0]."""
+    return Path("results", "bon", policy, f"set{rep}" if int(rep) else "").as_posix()
+
+
 def judged_files(wildcards):
     """Input function: a trained-policy method's eval_judged.jsonl files, one per run and seed."""
     return [f"{run_dir(wildcards.method, *run)}/eval_judged.jsonl" for run in method_replicate_runs(wildcards.method)]

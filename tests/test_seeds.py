@@ -152,7 +152,8 @@ def test_two_seeds_per_subset_dag(tmp_path):
     evals = {o for j in by_rule["eval_policy_subset_seed"] + by_rule["eval_policy_seed"] for o in j.output}
     assert evals == ({f"results/ppo/{pol}/{r}/{s}/seed1/eval_judged.jsonl" for r in rms for s in subsets}
                      | {f"results/grpo/{pol}/{r}/seed1/eval_judged.jsonl" for r in rms})
-    ppo_judged = {f"results/ppo/{pol}/{r}/{s}/{d}eval_judged.jsonl" for r in rms for s in subsets for d in ("", "seed1/")}
+    ppo_judged = {f"results/ppo/{pol}/{r}/{s}/{d}eval_judged.jsonl"
+                  for r in rms for s in subsets for d in ("", "seed1/")}
     (table,) = by_rule["ppo_table"]
     assert set(table.input) == ppo_judged
     measures = {j.wildcards["method"]: set(j.input) for j in by_rule["judged_measures"]}

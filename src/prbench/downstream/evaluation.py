@@ -197,8 +197,8 @@ def _table_row(df: pd.DataFrame, policy: str, rm: str, subset: str, n_boot: int,
                     "those answers (and their comparisons) are left out; counted in judge_failures",
                     policy, rm, int((~ok).sum()), int((~okb).sum()))
     return {
-        "policy": policy, "rm": rm, "subset": subset, "n_questions": int(df["question_id"].nunique()), "mean": mean, "ci_low": lo,
-        "ci_high": hi, "base_mean": float(base[okb].mean()) if okb.any() else float("nan"),
+        "policy": policy, "rm": rm, "subset": subset, "n_questions": int(df["question_id"].nunique()), "mean": mean,
+        "ci_low": lo, "ci_high": hi, "base_mean": float(base[okb].mean()) if okb.any() else float("nan"),
         "win_rate": float((oc[oko] == 1.0).mean()) if n_cmp else float("nan"),
         "tie_rate": float((oc[oko] == 0.5).mean()) if n_cmp else float("nan"),
         "loss_rate": float((oc[oko] == 0.0).mean()) if n_cmp else float("nan"),

@@ -392,7 +392,8 @@ def curve_measures(policy: str, rm: str, path, replicate: int = 0) -> "object":
             rows += [(q, str(est), f"auc_{measure}", None, float(v)) for q, v in zip(table.index, auc)]
     rows.sort(key=lambda r: first[r[0]])  # stable: the file's question order, then as built
     return pd.DataFrame([{"policy": policy, "rm": rm, "method": "bon", "estimator": est, "measure": m, "k": k,
-                          "replicate": int(replicate), "question_id": q, "subset": subset[q], "value": v} for q, est, m, k, v in rows])
+                          "replicate": int(replicate), "question_id": q, "subset": subset[q], "value": v}
+                         for q, est, m, k, v in rows])
 
 
 def write_bon_measures(curves: Mapping[tuple, str], out_csv) -> "object":
