@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from prbench import downstream as DS  # noqa: E402
 from prbench.validation import check_config  # noqa: E402
 from prbench.rms import kind_info, reward_spec  # noqa: E402
-from prbench.seeding import stable_seed  # noqa: E402
+from prbench.seeding import replicate_seed as _replicate_seed  # noqa: E402
 
 validate(config, schema="../schemas/config.schema.yaml")
 check_config(config)
@@ -55,8 +55,7 @@ def replicates(method):
 
 def replicate_seed(method, rep):
     """The seed of replicate `rep`: `seed` itself for replicate 0 (single-replicate runs unchanged)."""
-    rep = int(rep)
-    return SEED if rep == 0 else stable_seed(SEED, REPLICATE_TAG[method], rep)
+    return _replicate_seed(SEED, REPLICATE_TAG[method], rep)
 
 
 def method_replicate_runs(method):

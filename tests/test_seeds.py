@@ -15,6 +15,7 @@ from prbench import downstream
 from prbench.downstream import bon
 from prbench.downstream.evaluation import outcome, policy_table_rows
 from prbench.io import write_jsonl
+from prbench.seeding import replicate_seed, stable_seed
 
 nan = float("nan")
 
@@ -25,6 +26,15 @@ def _judged(path, scores, base):
             for i, (s, b) in enumerate(zip(scores, base))]
     write_jsonl(path, rows)
     return path
+
+
+def test_replicate_seeds():
+    assert replicate_seed(7, "ppo-seed", 0) == 7  # replicate 0: the run's own seed, unchanged
+    assert replicate_seed(7, "ppo-seed", 1) == stable_seed(7, "ppo-seed", 1)
+    seeds = {replicate_seed(7, t, r) for t in ("ppo-seed", "grpo-seed", "bon-sample-set") for r in (1, 2)}
+    assert len(seeds) == 6 and 7 not in seeds
+    with pytest.raises(ValueError, match="replicate -1"):
+        replicate_seed(7, "ppo-seed", -1)
 
 
 def test_judged_measures_carry_the_replicate(tmp_path):
