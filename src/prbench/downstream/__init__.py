@@ -11,7 +11,7 @@ one way of computing its measures (PPO, GRPO); `k` is empty unless the measure i
 of samples (BoN); `replicate` (int, 0-based) numbers the independent repeats of a run: BoN's sample
 sets (`bon.sample_sets`, shared by every RM), PPO's and GRPO's training seeds (`ppo.seeds`,
 `grpo.seeds`); a single-replicate run writes 0. The downstream measure of a run is the mean over its
-replicates (the analysis averages them and resamples them in its bootstrap). `value` is empty
+replicates (the analysis pools a question's replicate values into that question's unit). `value` is empty
 (NaN) where the question has no value (a judge parse failure): the analysis counts those rows
 (measure `judge_score`) as a data note and skips them, so an unparseable output is never a zero.
 A question appears at least once per run even when all of its values are NaN (it remains a
