@@ -176,8 +176,8 @@ def policy_table_rows(runs: dict[tuple, str | Sequence[str]], n_boot: int, seed:
 def _table_row(df: pd.DataFrame, policy: str, rm: str, subset: str, n_boot: int, seed: int) -> dict:
     """One table row. Over several training seeds (column `replicate`): `mean` is the mean over
     questions of each question's mean score over the seeds that scored it, the CI resamples those
-    per-question means (the between-seed spread enters through them; the analysis resamples the
-    seeds), the rates pool every seed's comparisons (= the mean over seeds of each seed's rate
+    per-question means (the between-seed spread enters only through them; the seeds themselves are
+    not resampled), the rates pool every seed's comparisons (= the mean over seeds of each seed's rate
     when no comparison is NaN), n_questions counts distinct questions and judge_failures sums the
     seeds' failures."""
     scores = df["score"].astype(float).to_numpy()

@@ -322,7 +322,7 @@ def combine_sample_sets(policy: str, set_curves: Sequence[Mapping], set_tables: 
     the mean over the sets where its cell is defined (a set whose selected sample has no judge score
     leaves that set out for that question), `mean` is the mean over questions of those values and the
     CI resamples questions (the between-set spread enters only through the per-question means; the
-    analysis resamples the sets themselves). The counts (rm_failures, judge_dropped,
+    sets themselves are not resampled). The counts (rm_failures, judge_dropped,
     judge_nan_samples, judge_failed_samples) are summed over the sets; n_questions counts the
     questions with a value in at least one set."""
     import pandas as pd
