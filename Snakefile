@@ -41,6 +41,7 @@ include: "rules/analysis.smk"
 localrules:
     all,
     merge_samples,
+    merge_samples_set,
     accuracy_table,
     benchmark_reports,
     bon_table,

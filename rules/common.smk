@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from prbench import downstream as DS  # noqa: E402
 from prbench.validation import check_config  # noqa: E402
 from prbench.rms import kind_info, reward_spec  # noqa: E402
+from prbench.seeding import replicate_seed as _replicate_seed  # noqa: E402
 
 validate(config, schema="../schemas/config.schema.yaml")
 check_config(config)
@@ -40,14 +41,41 @@ def method_runs(method):
     return [(p, r, s) for p in POLICIES for r in RMS for s in subsets]
 
 
-def run_dir(method, policy, rm, subset=""):
-    """The folder of one run: results/{method}/{policy}/{rm}[/{subset}]."""
-    return Path("results", method, policy, rm, subset).as_posix()  # subset "": no part
+# Replicates (issue 22): bon.sample_sets sample sets per policy, ppo.seeds / grpo.seeds training seeds per
+# run. Replicate 0 keeps the single-replicate paths and `seed`; replicate r > 0 lives in a subfolder
+# (BoN set{r}/, trained seed{r}/) and draws its seed from stable_seed(seed, "<method>-<tag>", r).
+REPLICATE_KEY = {"bon": "sample_sets", "ppo": "seeds", "grpo": "seeds"}
+REPLICATE_TAG = {"bon": "bon-sample-set", "ppo": "ppo-seed", "grpo": "grpo-seed"}
+
+
+def replicates(method):
+    """0..n-1 for the method's replicate key (1 when the section or key is absent)."""
+    return list(range(int((config.get(method) or {}).get(REPLICATE_KEY[method], 1))))
+
+
+def replicate_seed(method, rep):
+    """The seed of replicate `rep`: `seed` itself for replicate 0 (single-replicate runs unchanged)."""
+    return _replicate_seed(SEED, REPLICATE_TAG[method], rep)
+
+
+def method_replicate_runs(method):
+    """(policy, rm, subset, replicate) of every training of a trained-policy method: each run x seed."""
+    return [(p, r, s, k) for p, r, s in method_runs(method) for k in replicates(method)]
+
+
+def run_dir(method, policy, rm, subset="", rep=0):
+    """The folder of one run: results/{method}/{policy}/{rm}[/{subset}][/seed{rep} for rep > 0]."""
+    return Path("results", method, policy, rm, subset, f"seed{rep}" if int(rep) else "").as_posix()  # "": no part
+
+
+def bon_dir(policy, rep=0):
+    """The folder of one BoN sample set: results/bon/{policy}[/set{rep} for rep > 0]."""
+    return Path("results", "bon", policy, f"set{rep}" if int(rep) else "").as_posix()
 
 
 def judged_files(wildcards):
-    """Input function: a trained-policy method's eval_judged.jsonl files, one per run (method_runs)."""
-    return [f"{run_dir(wildcards.method, p, r, s)}/eval_judged.jsonl" for p, r, s in method_runs(wildcards.method)]
+    """Input function: a trained-policy method's eval_judged.jsonl files, one per run and seed."""
+    return [f"{run_dir(wildcards.method, *run)}/eval_judged.jsonl" for run in method_replicate_runs(wildcards.method)]
 
 
 def training_runs(method):
@@ -66,6 +94,7 @@ wildcard_constraints:
     baseline="|".join(BASELINES) if BASELINES else "__none__",
     method="|".join(DOWNSTREAM) if DOWNSTREAM else "__none__",
     subset="|".join(SUBSETS),
+    rep="[1-9][0-9]*",  # replicate r > 0 (replicate 0 has no path part)
 
 
 def rm_entry(name):

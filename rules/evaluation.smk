@@ -3,6 +3,8 @@
 # untrained policy's answers and the cached judge (rules/judge.smk).
 #   results/ppo/{policy}/base_answers.jsonl         untrained policy, eval questions (shared by all RMs and methods)
 #   results/{method}/{policy}/{rm}/eval_judged.jsonl judged answers, win/tie/loss vs the base policy
+#   results/{method}/{policy}/{rm}[/{subset}]/seed{rep}/eval_judged.jsonl  training seed rep > 0
+#                                                   (ppo.seeds, grpo.seeds; rules eval_policy_seed, _subset_seed)
 #   results/downstream/{method}.csv                 the downstream contract's measure table (prbench.downstream)
 # Each method's own table (results/tables/{method}.csv) is a rule of its stage file.
 # The keys of config section ppo the evaluation reads, passed as params `ppo`: editing a ppo.eval_* key
@@ -101,6 +103,40 @@ use rule eval_policy as eval_policy_subset with:
         subset=lambda wc: wc.subset,
 
 
+# Training seed rep > 0 (ppo.seeds, grpo.seeds): the same evaluation (same questions, generation and judge
+# seed: only the training seed differs) of the policy in the run's seed{rep}/ subfolder.
+use rule eval_policy as eval_policy_seed with:
+    input:
+        model="results/{method}/{policy}/{rm}/seed{rep}/model",
+        base="results/ppo/{policy}/base_answers.jsonl",
+        prompts="results/data/prompts/eval.jsonl",
+        judge_keys="results/data/judge_keys/personalized.jsonl",
+        calibration=JUDGE_INPUT,
+        judge_model=replica_input(JUDGE["model"]),
+    output:
+        "results/{method}/{policy}/{rm}/seed{rep}/eval_judged.jsonl",
+    log:
+        "logs/{method}/{policy}/{rm}/seed{rep}/eval.log",
+    benchmark:
+        "job_times/{method}/{policy}/{rm}/seed{rep}/eval.tsv"
+
+
+use rule eval_policy_subset as eval_policy_subset_seed with:
+    input:
+        model="results/{method}/{policy}/{rm}/{subset}/seed{rep}/model",
+        base="results/ppo/{policy}/base_answers.jsonl",
+        prompts="results/data/prompts/eval.jsonl",
+        judge_keys="results/data/judge_keys/personalized.jsonl",
+        calibration=JUDGE_INPUT,
+        judge_model=replica_input(JUDGE["model"]),
+    output:
+        "results/{method}/{policy}/{rm}/{subset}/seed{rep}/eval_judged.jsonl",
+    log:
+        "logs/{method}/{policy}/{rm}/{subset}/seed{rep}/eval.log",
+    benchmark:
+        "job_times/{method}/{policy}/{rm}/{subset}/seed{rep}/eval.tsv"
+
+
 rule judged_measures:
     input:
         judged=judged_files,
@@ -119,6 +155,6 @@ rule judged_measures:
         mem_mb=2000,
         runtime=10,
     params:
-        runs=lambda wc: [[p, r, s] for p, r, s in method_runs(wc.method)],
+        runs=lambda wc: [list(run) for run in method_replicate_runs(wc.method)],  # policy, rm, subset, replicate
     script:
         "../workflow_scripts/judged_measures.py"

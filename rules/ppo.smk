@@ -3,6 +3,7 @@
 # (rule train_ppo_subset), each trained on its subset's prompts and evaluated on its questions.
 #   results/ppo/{policy}/{rm}/model/               trained policy (HF folder)
 #   results/ppo/{policy}/{rm}/train_log.csv        reward / KL / entropy (+ trl stats) per PPO step
+#   results/ppo/{policy}/{rm}[/{subset}]/seed{rep}/  the same files for training seed rep > 0 (ppo.seeds)
 #   results/ppo/{policy}/{rm}/checkpoints/         rotating resume checkpoint (not a declared output,
 #                                                  so Snakemake keeps it when a job fails or is killed)
 #   results/tables/ppo.csv                         mean judge score + bootstrap CI, win/tie/loss rates
@@ -108,13 +109,55 @@ use rule train_ppo as train_ppo_subset with:
         subset=lambda wc: wc.subset,
 
 
-# (policy, rm, subset) of every PPO run ("" = pooled) and its folder
-PPO_RUNS = method_runs("ppo")
+# ppo.seeds: training seed rep > 0 of a run, in its seed{rep}/ subfolder, trained with
+# stable_seed(seed, "ppo-seed", rep) (replicate_seed); seed 0 is the run above, with `seed`.
+use rule train_ppo as train_ppo_seed with:
+    output:
+        model=directory("results/ppo/{policy}/{rm}/seed{rep}/model"),
+        train_log="results/ppo/{policy}/{rm}/seed{rep}/train_log.csv",
+        summary="results/ppo/{policy}/{rm}/seed{rep}/train_summary.json",
+    log:
+        "logs/ppo/{policy}/{rm}/seed{rep}/train.log",
+    benchmark:
+        "job_times/ppo/{policy}/{rm}/seed{rep}/train.tsv"
+    params:
+        prompts=canon(PROMPTS),
+        policy_path=lambda wc: POLICY_PATH[wc.policy],
+        trust_remote_code=lambda wc: POLICY_TRUST[wc.policy],
+        rm_spec=lambda wc: DOWNSTREAM_RM_SPEC[wc.rm],
+        ppo=PPO_TRAIN,
+        generation_chunk=lambda wc: PPO_GEN_CHUNK[(wc.policy, wc.rm)],
+        seed=lambda wc: replicate_seed("ppo", wc.rep),
+        out_dir=lambda wc: f"results/ppo/{wc.policy}/{wc.rm}/seed{wc.rep}",
+
+
+use rule train_ppo_subset as train_ppo_subset_seed with:
+    output:
+        model=directory("results/ppo/{policy}/{rm}/{subset}/seed{rep}/model"),
+        train_log="results/ppo/{policy}/{rm}/{subset}/seed{rep}/train_log.csv",
+        summary="results/ppo/{policy}/{rm}/{subset}/seed{rep}/train_summary.json",
+    log:
+        "logs/ppo/{policy}/{rm}/{subset}/seed{rep}/train.log",
+    benchmark:
+        "job_times/ppo/{policy}/{rm}/{subset}/seed{rep}/train.tsv"
+    params:
+        prompts=canon(PROMPTS),
+        policy_path=lambda wc: POLICY_PATH[wc.policy],
+        trust_remote_code=lambda wc: POLICY_TRUST[wc.policy],
+        rm_spec=lambda wc: DOWNSTREAM_RM_SPEC[wc.rm],
+        ppo=PPO_TRAIN,
+        seed=lambda wc: replicate_seed("ppo", wc.rep),
+        out_dir=lambda wc: f"results/ppo/{wc.policy}/{wc.rm}/{wc.subset}/seed{wc.rep}",
+        subset=lambda wc: wc.subset,
+
+
+# (policy, rm, subset, replicate) of every PPO training ("" = pooled; replicate: ppo.seeds) and its folder
+PPO_RUNS = method_replicate_runs("ppo")
 
 
 rule ppo_table:
     input:
-        judged=[f"{run_dir('ppo', p, r, s)}/eval_judged.jsonl" for p, r, s in PPO_RUNS],
+        judged=[f"{run_dir('ppo', *run)}/eval_judged.jsonl" for run in PPO_RUNS],
     output:
         "results/tables/ppo.csv",
     log:
@@ -128,7 +171,7 @@ rule ppo_table:
         mem_mb=2000,
         runtime=10,
     params:
-        runs=[[p, r, s] for p, r, s in PPO_RUNS],
+        runs=[list(run) for run in PPO_RUNS],  # policy, rm, subset, replicate
         bootstrap=PPO["bootstrap"],
         seed=SEED,
     script:
@@ -137,4 +180,4 @@ rule ppo_table:
 
 if PPO_ENABLED:
     ALL_TARGETS.append("results/tables/ppo.csv")
-    ALL_TARGETS.extend(f"{run_dir('ppo', p, r, s)}/train_log.csv" for p, r, s in PPO_RUNS)
+    ALL_TARGETS.extend(f"{run_dir('ppo', *run)}/train_log.csv" for run in PPO_RUNS)

@@ -118,6 +118,24 @@ def test_key_order_reruns_nothing(scratch, tmp_path):
     assert _dry_run(scratch, cfg, tmp_path, "reordered") == set()
 
 
+def test_replicate_keys_add_jobs_and_reach_only_the_tables(scratch, tmp_path):
+    """bon.sample_sets, ppo.seeds, grpo.seeds = 2: the extra replicate's jobs (under set1/ and seed1/)
+    plus the jobs that read every replicate (the tables and measures, their analysis); replicate 0's
+    sampling, training and evaluation (same paths, same seed) rerun nothing."""
+    cfg = copy.deepcopy(DEMO)
+    cfg["bon"]["sample_sets"] = 2
+    cfg["ppo"]["seeds"] = 2
+    cfg["grpo"]["seeds"] = 2
+    jobs = _dry_run(scratch, cfg, tmp_path, "replicates")
+    extra = {"sample_bon_set", "merge_samples_set", "judge_bon_set", "score_bon_set", "train_ppo_seed",
+             "train_grpo_seed", "eval_policy_seed"}
+    assert extra <= jobs
+    assert {"bon_table", "bon_measures", "judged_measures", "ppo_table", "grpo_table", "correlations"} <= jobs
+    assert jobs - extra <= TABLE_AND_ANALYSIS
+    assert not jobs & {"sample_bon", "judge_bon", "score_bon", "train_ppo", "train_grpo", "eval_policy",
+                       "base_answers", "fig_training"}
+
+
 def test_a_read_setting_still_reruns(scratch, tmp_path):
     """The converse: a training setting reruns training and everything downstream of it."""
     jobs = _dry_run(scratch, _edit("ppo", "kl_coef", 0.123), tmp_path, "kl")

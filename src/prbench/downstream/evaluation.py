@@ -141,21 +141,31 @@ TABLE_COLUMNS = ["policy", "rm", "subset", "n_questions", "mean", "ci_low", "ci_
 ALL_SUBSETS = "all"  # the `subset` of a (policy, rm)'s row over all its questions
 
 
-def policy_table_rows(runs: dict[tuple[str, str], str | Sequence[str]], n_boot: int, seed: int) -> pd.DataFrame:
+def policy_table_rows(runs: dict[tuple, str | Sequence[str]], n_boot: int, seed: int) -> pd.DataFrame:
     """Rows per (policy, rm) from its eval_judged.jsonl files (one, or one per subset when PPO
     trains per subset): first over all its questions (`subset` "all": with per-subset runs the
     question-weighted mean over the subsets), then one row per subset. NaN judge scores are
-    excluded and counted; judge_failures counts every failed judgement (also those scored 0.0)."""
+    excluded and counted; judge_failures counts every failed judgement (also those scored 0.0).
+    A key (policy, rm, replicate) is one training seed (`ppo.seeds`, `grpo.seeds`; (policy, rm) =
+    seed 0): with several seeds a row is over all of them (`_table_row`)."""
+    grouped: dict[tuple[str, str], dict[int, list]] = {}
+    for key, paths in runs.items():
+        policy, rm, rep = (*key, 0) if len(key) == 2 else key
+        grouped.setdefault((policy, rm), {})[int(rep)] = run_files(paths)
     out = []
-    for (policy, rm), paths in sorted(runs.items()):
-        frames = [pd.DataFrame(read_jsonl(path)) for path in run_files(paths)]
-        for path, f in zip(run_files(paths), frames):
-            if f.empty:
-                raise ValueError(f"{path}: no judged answers")
+    for (policy, rm), reps in sorted(grouped.items()):
+        frames = []
+        for rep, paths in sorted(reps.items()):
+            parts = [pd.DataFrame(read_jsonl(path)) for path in paths]
+            for path, f in zip(paths, parts):
+                if f.empty:
+                    raise ValueError(f"{path}: no judged answers")
+            df = pd.concat(parts, ignore_index=True)
+            dup = df["question_id"][df["question_id"].duplicated()].unique().tolist()
+            if dup:
+                raise ValueError(f"{policy}/{rm}: question(s) {dup[:3]} judged in more than one of {paths}")
+            frames.append(df.assign(replicate=rep))
         df = pd.concat(frames, ignore_index=True)
-        dup = df["question_id"][df["question_id"].duplicated()].unique().tolist()
-        if dup:
-            raise ValueError(f"{policy}/{rm}: question(s) {dup[:3]} judged in more than one of {run_files(paths)}")
         out.append(_table_row(df, policy, rm, ALL_SUBSETS, n_boot, stable_seed(seed, "ppo-table", policy, rm)))
         for subset, part in df.groupby("subset", sort=False):
             out.append(_table_row(part, policy, rm, str(subset), n_boot,
@@ -164,19 +174,31 @@ def policy_table_rows(runs: dict[tuple[str, str], str | Sequence[str]], n_boot: 
 
 
 def _table_row(df: pd.DataFrame, policy: str, rm: str, subset: str, n_boot: int, seed: int) -> dict:
+    """One table row. Over several training seeds (column `replicate`): `mean` is the mean over
+    questions of each question's mean score over the seeds that scored it, the CI resamples those
+    per-question means (the between-seed spread enters only through them; the seeds themselves are
+    not resampled), the rates pool every seed's comparisons (= the mean over seeds of each seed's rate
+    when no comparison is NaN), n_questions counts distinct questions and judge_failures sums the
+    seeds' failures."""
     scores = df["score"].astype(float).to_numpy()
     base = df["base_score"].astype(float).to_numpy()
     oc = df["outcome"].astype(float).to_numpy()
     ok, okb, oko = np.isfinite(scores), np.isfinite(base), np.isfinite(oc)
-    mean, lo, hi = bootstrap_ci(scores[ok], n_boot=n_boot, seed=seed)
+    if "replicate" in df and df["replicate"].nunique() > 1:
+        per_q = df.assign(score=df["score"].astype(float)).groupby("question_id", sort=False)["score"].mean()
+        mean, lo, hi = bootstrap_ci(per_q.dropna().to_numpy(), n_boot=n_boot, seed=seed)
+        base = df.drop_duplicates("question_id")["base_score"].astype(float).to_numpy()
+        okb = np.isfinite(base)
+    else:
+        mean, lo, hi = bootstrap_ci(scores[ok], n_boot=n_boot, seed=seed)
     n_cmp = int(oko.sum())
     if subset == ALL_SUBSETS and not (ok.all() and okb.all()):
         log.warning("%s/%s: %d trained and %d base answers without a judge score (unparseable): only "
                     "those answers (and their comparisons) are left out; counted in judge_failures",
                     policy, rm, int((~ok).sum()), int((~okb).sum()))
     return {
-        "policy": policy, "rm": rm, "subset": subset, "n_questions": int(len(df)), "mean": mean, "ci_low": lo,
-        "ci_high": hi, "base_mean": float(base[okb].mean()) if okb.any() else float("nan"),
+        "policy": policy, "rm": rm, "subset": subset, "n_questions": int(df["question_id"].nunique()), "mean": mean,
+        "ci_low": lo, "ci_high": hi, "base_mean": float(base[okb].mean()) if okb.any() else float("nan"),
         "win_rate": float((oc[oko] == 1.0).mean()) if n_cmp else float("nan"),
         "tie_rate": float((oc[oko] == 0.5).mean()) if n_cmp else float("nan"),
         "loss_rate": float((oc[oko] == 0.0).mean()) if n_cmp else float("nan"),
