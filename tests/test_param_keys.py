@@ -88,6 +88,18 @@ SKIP = [
     Skip(("demo", "replica"), "data.baselines.*.source", "the DAG writes the data there: no producer"),
     Skip(("demo",), "data.baselines.*.kind", "the demo world writes RewardBench-schema baselines only "
                                              "(check_config)"),
+    Skip(("demo", "replica"), ("judge.max_new_tokens", "judge.retries", "judge.system_turn", "judge.aspect_format",
+                               "judge.aggregate", "judge.failure"),
+         "an LLM judge's setting: the offline MiniLM judge (judge.backend minilm) reads none of them "
+         "(rules/judge.smk JUDGE_MINILM_KEYS)"),
+    Skip(("demo",), ("reward.generative_max_new_tokens", "reward.generative_failure_score"),
+         "read under reward.generative pointwise only; the demo scores generative RMs round_robin"),
+    Skip(("paper",), "judge.aspect_format", "numbered is refused with config.yaml's judge.aggregate mean_found "
+                                            "(check_config); judge.aggregate's own edit covers the pair"),
+    Skip(("paper",), "policies.*.path", "the edit's other model (an 8B RM's) does not fit GRPO's memory plan on "
+                                        "one GPU (resources.gpu_mem_gb): the config is refused"),
+    Skip(("paper",), "grpo.per_device_batch_size", "null (the whole generation batch per step) does not fit "
+                                                   "resources.gpu_mem_gb (the GRPO memory plan refuses)", label="null"),
 ]
 
 
