@@ -20,6 +20,8 @@ SUBSETS = config["data"]["personalized"]["subsets"]
 BASELINES = list(config["data"]["baselines"])
 BENCHMARKS = ["personalized"] + BASELINES
 RMS = list(config["reward_models"])
+# RMs with downstream runs (BoN scoring, PPO, GRPO); reward_models.<rm>.downstream false = benchmarks only.
+DOWNSTREAM_RMS = [r for r in RMS if config["reward_models"][r].get("downstream", True)]
 POLICIES = list(config["policies"])
 DEMO = config["demo"]["enabled"]
 # Downstream methods this config runs, in registry order (prbench.downstream): each stage writes
@@ -37,7 +39,7 @@ PPO_PER_SUBSET = bool(config["ppo"]["per_subset"])
 def method_runs(method):
     """(policy, rm, subset) of each run of a trained-policy method; subset "" = a pooled run."""
     subsets = SUBSETS if method == "ppo" and PPO_PER_SUBSET else [""]
-    return [(p, r, s) for p in POLICIES for r in RMS for s in subsets]
+    return [(p, r, s) for p in POLICIES for r in DOWNSTREAM_RMS for s in subsets]
 
 
 def run_dir(method, policy, rm, subset=""):

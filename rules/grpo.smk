@@ -16,7 +16,7 @@ GRPO_ENABLED = "grpo" in DOWNSTREAM
 # Memory plan of every train_grpo job (one GPU, the RM beside the policy): a run that does not fit
 # resources.gpu_mem_gb stops the workflow here, naming the run and the keys (nothing planned in the demo).
 if GRPO_ENABLED:
-    check_grpo_runs(config, POLICIES, RMS)
+    check_grpo_runs(config, POLICIES, DOWNSTREAM_RMS)
 # The grpo keys train_grpo reads (prbench.downstream.grpo.train.TRAIN_KEYS); evaluation uses ppo.eval_* (same base answers).
 # save_steps is among them as ppo.save_steps is among train_ppo's (params hold what the job reads): editing it
 # reruns train_grpo; it is not part of the checkpoint fingerprint, so an interrupted run still resumes.
@@ -84,7 +84,7 @@ rule train_grpo:
 
 rule grpo_table:
     input:
-        judged=expand("results/grpo/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=RMS),
+        judged=expand("results/grpo/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=DOWNSTREAM_RMS),
     output:
         "results/tables/grpo.csv",
     log:
@@ -98,7 +98,7 @@ rule grpo_table:
         mem_mb=2000,
         runtime=10,
     params:
-        runs=[[p, r] for p in POLICIES for r in RMS],
+        runs=[[p, r] for p in POLICIES for r in DOWNSTREAM_RMS],
         bootstrap=GRPO.get("bootstrap", 1000),
         seed=SEED,
     script:
@@ -107,4 +107,4 @@ rule grpo_table:
 
 if GRPO_ENABLED:
     ALL_TARGETS.append("results/tables/grpo.csv")
-    ALL_TARGETS.extend(expand("results/grpo/{policy}/{rm}/train_log.csv", policy=POLICIES, rm=RMS))
+    ALL_TARGETS.extend(expand("results/grpo/{policy}/{rm}/train_log.csv", policy=POLICIES, rm=DOWNSTREAM_RMS))
