@@ -140,8 +140,9 @@ def pick(section, keys):
 
 
 # Config keys that are resource hints (params_b) or read by one job only (judge.validity_bootstrap:
-# judge_validity), never part of the model entries other jobs receive as params.
-RESOURCE_KEYS = ("params_b", "validity_bootstrap")
+# judge_validity) or choose which jobs exist (reward_models.<rm>.downstream: DOWNSTREAM_RMS), never part
+# of the model entries other jobs receive as params.
+RESOURCE_KEYS = ("params_b", "validity_bootstrap", "downstream")
 
 
 def without_resource_keys(entry):
