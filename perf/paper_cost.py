@@ -94,6 +94,7 @@ def stages(cfg: dict, train_q: dict) -> list[dict]:
         raise SystemExit(f"config data.personalized.subsets: no known size for {missing} (perf/paper_cost.py)")
     q_test = sum(TEST_QUESTIONS[s] for s in subsets)
     rms = cfg["reward_models"]
+    down = {n: e for n, e in rms.items() if e.get("downstream", True)}  # downstream false: benchmarks only
     pol_name = next(iter(cfg["policies"]))
     judge = cfg["judge"]
     judge_gpus = 2 if float(judge.get("params_b") or 32) > 30 else 1
@@ -133,7 +134,7 @@ def stages(cfg: dict, train_q: dict) -> list[dict]:
     add("BoN sampling", f"{samples:,} answers x {new} tokens ({n_sets} sample set(s))",
         decode_calls_s(samples, int(bon.get("batch_size") or 32), new, u("policy_decode_s")), ["policy_decode_s"])
     reward = entry_with_defaults(cfg.get("reward") or {}, "reward")
-    for name, e in rms.items():
+    for name, e in down.items():
         if e["kind"].startswith("generative") and reward["generative"] == "pointwise":
             # reward.generative pointwise (the authors'): each sample rated alone on 0-1, a short reply
             new_r = int(reward["generative_max_new_tokens"])
@@ -156,7 +157,7 @@ def stages(cfg: dict, train_q: dict) -> list[dict]:
     groups = [[s] for s in subsets] if cfg["ppo"].get("per_subset") else [subsets]
     eval_answers = 0
     if ppo.get("enabled", True):
-        for name in rms:
+        for name in down:
             p = plan_for_config(cfg, pol_name, name)
             calls = math.ceil(p.local_batch / p.generation_chunk)
             step_s = calls * int(ppo["response_length"]) * u("policy_decode_s")
@@ -173,7 +174,7 @@ def stages(cfg: dict, train_q: dict) -> list[dict]:
         g = entry_with_defaults(grpo_cfg, "grpo")
         steps = (g["steps"] or math.ceil(sum(train_q[s] for s in subsets) / g["prompts_per_step"])) * grpo_seeds
         step_s = int(g["max_completion_length"]) * u("policy_decode_s")
-        for name in rms:
+        for name in down:
             add(f"GRPO: {name}", f"{steps} steps x 1 generate call of {g['prompts_per_step'] * g['num_generations']} "
                 f"x {g['max_completion_length']} tokens ({grpo_seeds} seed(s))", steps * step_s, ["policy_decode_s"])
             eval_answers += q_test * grpo_seeds

@@ -10,7 +10,9 @@
 # signal a param of the scatter/correlation figures; a method with a training log gets a figure.
 CORR = config["correlation"]
 PAIR_KEYS = [[rm, bench] for rm in RMS for bench in BENCHMARKS]
-RUN_KEYS = [[policy, rm] for policy in POLICIES for rm in RMS]
+RUN_KEYS = [[policy, rm] for policy in POLICIES for rm in DOWNSTREAM_RMS]
+# the correlations run over the RMs with both benchmark and downstream results
+CORR_PAIR_KEYS = [[rm, bench] for rm in DOWNSTREAM_RMS for bench in BENCHMARKS]
 # The signal per method shown in the scatter and comparison figures (the table has all of them).
 FIG_SIGNALS = canon(DS.figure_signals(config, DOWNSTREAM))
 TRAINING = [m for m in DOWNSTREAM if DS.REGISTRY[m].train_log]
@@ -33,7 +35,7 @@ FIG_OUT["training"] = {
 
 rule correlations:
     input:
-        pairs=[f"results/scores/{rm}/{bench}.pairs.jsonl" for rm, bench in PAIR_KEYS],
+        pairs=[f"results/scores/{rm}/{bench}.pairs.jsonl" for rm, bench in CORR_PAIR_KEYS],
         downstream=[DS.table_path(m) for m in DOWNSTREAM],
     output:
         table=report(
@@ -72,8 +74,8 @@ rule correlations:
         mem_mb=2000,
         runtime=15,
     params:
-        rms=RMS,
-        pair_keys=PAIR_KEYS,
+        rms=DOWNSTREAM_RMS,
+        pair_keys=CORR_PAIR_KEYS,
         run_keys=RUN_KEYS,
         methods=DOWNSTREAM,
         bench_kinds={b: config["data"]["baselines"][b].get("kind") for b in BASELINES},
@@ -135,7 +137,7 @@ rule fig_bon_curves:
         runtime=5,
     params:
         figure="bon_curves",
-        rms=RMS,
+        rms=DOWNSTREAM_RMS,
         estimator=FIG_SIGNALS["bon"]["estimator"],
     script:
         "../workflow_scripts/figures.py"

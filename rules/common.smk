@@ -21,6 +21,8 @@ SUBSETS = config["data"]["personalized"]["subsets"]
 BASELINES = list(config["data"]["baselines"])
 BENCHMARKS = ["personalized"] + BASELINES
 RMS = list(config["reward_models"])
+# RMs with downstream runs (BoN scoring, PPO, GRPO); reward_models.<rm>.downstream false = benchmarks only.
+DOWNSTREAM_RMS = [r for r in RMS if config["reward_models"][r].get("downstream", True)]
 POLICIES = list(config["policies"])
 DEMO = config["demo"]["enabled"]
 # Downstream methods this config runs, in registry order (prbench.downstream): each stage writes
@@ -38,10 +40,10 @@ PPO_PER_SUBSET = bool(config["ppo"]["per_subset"])
 def method_runs(method):
     """(policy, rm, subset) of each run of a trained-policy method; subset "" = a pooled run."""
     subsets = SUBSETS if method == "ppo" and PPO_PER_SUBSET else [""]
-    return [(p, r, s) for p in POLICIES for r in RMS for s in subsets]
+    return [(p, r, s) for p in POLICIES for r in DOWNSTREAM_RMS for s in subsets]
 
 
-# Replicates (issue 22): bon.sample_sets sample sets per policy, ppo.seeds / grpo.seeds training seeds per
+# Replicates: bon.sample_sets sample sets per policy, ppo.seeds / grpo.seeds training seeds per
 # run. Replicate 0 keeps the single-replicate paths and `seed`; replicate r > 0 lives in a subfolder
 # (BoN set{r}/, trained seed{r}/) and draws its seed from stable_seed(seed, "<method>-<tag>", r).
 REPLICATE_KEY = {"bon": "sample_sets", "ppo": "seeds", "grpo": "seeds"}
@@ -167,8 +169,9 @@ def pick(section, keys):
 
 
 # Config keys that are resource hints (params_b) or read by one job only (judge.validity_bootstrap:
-# judge_validity), never part of the model entries other jobs receive as params.
-RESOURCE_KEYS = ("params_b", "validity_bootstrap")
+# judge_validity) or choose which jobs exist (reward_models.<rm>.downstream: DOWNSTREAM_RMS), never part
+# of the model entries other jobs receive as params.
+RESOURCE_KEYS = ("params_b", "validity_bootstrap", "downstream")
 
 
 def without_resource_keys(entry):

@@ -31,9 +31,11 @@ def test_last_line_is_the_sum_of_the_stages(cfg, capsys):
     assert int(m.group(1)) == round(sum(r["gpu_h"] for r in rows.values()))
     for stage in ("retrieval (contriever)", "BoN sampling", "BoN judging", "evaluation (answers + judge)"):
         assert stage in rows
-    for rm in cfg["reward_models"]:
-        for prefix in ("benchmark scoring", "BoN scoring", "PPO", "GRPO"):
-            assert f"{prefix}: {rm}" in rows
+    for rm, e in cfg["reward_models"].items():
+        assert f"benchmark scoring: {rm}" in rows
+        for prefix in ("BoN scoring", "PPO", "GRPO"):  # downstream false: benchmarks only, no downstream cost
+            assert (f"{prefix}: {rm}" in rows) == e.get("downstream", True), (prefix, rm)
+    assert not cfg["reward_models"]["qwen25_7b_pointwise"]["downstream"]
     assert "policy_decode_s = 0.0366211: measured" in "\n".join(out)
 
 
