@@ -41,6 +41,10 @@ PPO_TRAIN = pick(
         "cliprange_value",
         "lr_scheduler",
         "weight_decay",
+        "adam_eps",
+        "vf_coef",
+        "max_grad_norm",
+        "drop_last",
     ],
 )
 # GPUs of each train_ppo job from the memory plan: ppo.gpus, else the smallest count that fits

@@ -223,3 +223,47 @@ def test_per_subset_runs_pool_question_weighted_and_report_each_subset(tmp_path)
         judged_measures("ppo", {("pol", "rm"): [tmp_path / "A.jsonl", tmp_path / "A.jsonl"]})
     with pytest.raises(ValueError, match="more than one"):
         policy_table_rows({("pol", "rm"): [tmp_path / "A.jsonl", tmp_path / "A.jsonl"]}, 10, 0)
+
+
+AUTHORS_MORE = dict(adam_eps=1e-8, vf_coef=1.0, max_grad_norm=1.0, drop_last=True)
+
+
+def test_more_verl_defaults_reach_trl_and_the_optimizer():
+    """ppo.vf_coef reaches trl's PPOConfig, ppo.adam_eps the AdamW both groups run; the schema's
+    defaults are the project's earlier behaviour (trl's vf_coef, eps 1e-5, no clipping, ceil)."""
+    d = entry_with_defaults({}, "ppo")
+    assert (d["adam_eps"], d["vf_coef"], d["max_grad_norm"], d["drop_last"]) == (1e-5, 0.1, None, False)
+    assert _trl_config({**BASE, **AUTHORS_MORE}).vf_coef == 1.0
+    assert _trl_config(BASE).vf_coef == 0.1
+    opt, _ = build_optimizer(torch.nn.Linear(3, 2), torch.nn.Linear(3, 1), resolve_settings({**BASE, **AUTHORS_MORE}, 20))
+    assert [g["eps"] for g in opt.param_groups] == [1e-8, 1e-8]
+    assert {"adam_eps", "vf_coef", "max_grad_norm", "drop_last"} <= set(TRAIN_KEYS)
+
+
+def _grad_norms_after_step(cfg):
+    torch.manual_seed(0)
+    policy, value = torch.nn.Linear(4, 3), torch.nn.Linear(4, 1)
+    opt, _ = build_optimizer(policy, value, resolve_settings(cfg, 20))
+    x = torch.randn(8, 4)
+    (100 * policy(x).sum() + 0.001 * value(x).sum()).backward()
+    opt.step()  # the pre-hook clips before AdamW updates
+    return [torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in g["params"]])).item()
+            for g in opt.param_groups]
+
+
+def test_max_grad_norm_clips_actor_and_critic_separately():
+    """Each group's gradient norm is clipped on its own (verl clips actor and critic separately): the
+    actor's large norm comes down to 1, the critic's small one is untouched; null clips nothing."""
+    unclipped = _grad_norms_after_step(BASE)
+    clipped = _grad_norms_after_step({**BASE, "max_grad_norm": 1.0})
+    assert unclipped[0] > 10 and unclipped[1] < 1
+    assert clipped[0] == pytest.approx(1.0, rel=1e-5)
+    assert clipped[1] == pytest.approx(unclipped[1])
+
+
+def test_drop_last_leaves_the_partial_batch_out():
+    """20 prompts in batches of 8: verl's loader gives 2 steps (16 episodes), trl's ceil 3 (24)."""
+    base = resolve_settings({**BASE, "total_episodes": None}, 20)
+    verl = resolve_settings({**BASE, "total_episodes": None, "drop_last": True}, 20)
+    assert (base["total_steps"], base["total_episodes"]) == (3, 20)
+    assert (verl["total_steps"], verl["total_episodes"]) == (2, 16)

@@ -30,7 +30,6 @@ is discarded.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import shutil
 from pathlib import Path
@@ -52,16 +51,9 @@ from ..prompt_rows import base_reference_answers, cap_prompt_rows, filter_long_p
 from ..reward_adapter import PromptIndex, RewardAdapter
 from .checkpoint import PromptBatches, rng_state, set_rng_state
 from .rollout import forward_logprob_rollouts
+from .settings import TRAIN_KEYS, build_optimizer, resolve_settings, world_size  # noqa: F401 (re-exported)
 
 log = logging.getLogger("prbench.downstream.ppo.train")
-
-# Settings that change what a run computes (part of the checkpoint fingerprint).
-TRAIN_KEYS = ("actor_lr", "critic_lr", "batch_size", "mini_batch_size", "ppo_epochs", "total_episodes",
-              "response_length", "temperature", "kl_coef", "nan_reward", "per_device_batch_size",
-              "local_rollout_forward_batch_size", "gradient_checkpointing", "max_prompt_tokens", "world_size",
-              "reward_scale", "gae_lambda", "cliprange_value", "lr_scheduler", "weight_decay", "long_prompts",
-              "rollout_generation_batch_size")
-
 
 # ---------------------------------------------------------------------------------------------
 # models
@@ -75,78 +67,6 @@ def load_value_model(path: str, pad_token_id: int, trust_remote_code: bool = Fal
     model = AutoModelForSequenceClassification.from_pretrained(resolve_model_ref(str(path)), **kw)
     model.config.pad_token_id = pad_token_id
     return model
-
-
-# ---------------------------------------------------------------------------------------------
-# settings
-# ---------------------------------------------------------------------------------------------
-def world_size() -> int:
-    """Training processes of this run (torchrun / accelerate set WORLD_SIZE; 1 otherwise)."""
-    return int(os.environ.get("WORLD_SIZE", "1"))
-
-
-def resolve_settings(ppo_cfg: dict, n_prompts: int, n_procs: int | None = None) -> dict:
-    """Validated PPO settings with `total_episodes`, `total_steps` and the per-process layout resolved.
-
-    Each optimizer step sees `mini_batch_size` rollouts in all: `world_size` processes x
-    `per_device_batch_size` micro-batch x `gradient_accumulation` (null per_device_batch_size = the
-    whole per-process mini-batch, no accumulation: the single-process default)."""
-    ppo_cfg = entry_with_defaults(ppo_cfg, "ppo")  # the job's picked keys; the schema fills the rest
-    s = {k: ppo_cfg[k] for k in TRAIN_KEYS if k != "world_size"}
-    s["world_size"] = int(n_procs if n_procs is not None else world_size())
-    s["nan_reward"] = float(s["nan_reward"])
-    s["reward_scale"] = float(s["reward_scale"])
-    for k in ("gae_lambda", "cliprange_value", "weight_decay"):
-        s[k] = float(s[k])
-    s["save_steps"] = int(ppo_cfg["save_steps"])
-    s["gradient_checkpointing"] = bool(s["gradient_checkpointing"])
-    for k in ("batch_size", "mini_batch_size", "ppo_epochs", "response_length"):
-        if not isinstance(s[k], int) or s[k] < 1:
-            raise ValueError(f"config key ppo.{k}: must be a positive integer, got {s[k]!r}")
-    for k in ("per_device_batch_size", "local_rollout_forward_batch_size", "max_prompt_tokens",
-              "rollout_generation_batch_size"):
-        if s[k] is not None and (not isinstance(s[k], int) or s[k] < 1):
-            raise ValueError(f"config key ppo.{k}: must be a positive integer or null, got {s[k]!r}")
-    if s["batch_size"] % s["mini_batch_size"]:
-        raise ValueError("config key ppo.mini_batch_size: must divide ppo.batch_size")
-    n = s["world_size"]
-    if s["mini_batch_size"] % n:
-        raise ValueError(f"config keys ppo.mini_batch_size / ppo.gpus: {n} training processes do not divide "
-                         f"ppo.mini_batch_size {s['mini_batch_size']}")
-    s["local_batch_size"] = s["batch_size"] // n
-    s["local_mini_batch_size"] = s["mini_batch_size"] // n
-    s["micro_batch_size"] = s["per_device_batch_size"] or s["local_mini_batch_size"]
-    if s["local_mini_batch_size"] % s["micro_batch_size"]:
-        raise ValueError(f"config key ppo.per_device_batch_size: {s['micro_batch_size']} does not divide the "
-                         f"per-process mini-batch {s['local_mini_batch_size']}")
-    s["gradient_accumulation"] = s["local_mini_batch_size"] // s["micro_batch_size"]
-    s["rollout_chunk"] = min(s["local_batch_size"], s["local_rollout_forward_batch_size"] or 64)
-    # rows per `generate` call (ppo.rollout): null = the whole local batch (the rule passes the memory
-    # plan's choice, prbench.downstream.ppo.memory.generation_chunk, on a GPU)
-    s["generation_chunk"] = min(s["local_batch_size"], s["rollout_generation_batch_size"] or s["local_batch_size"])
-    if s["batch_size"] > n_prompts:
-        raise ValueError(
-            f"config key ppo.batch_size: {s['batch_size']} is larger than the {n_prompts} training prompts")
-    if s["total_episodes"] is None:
-        s["total_episodes"] = n_prompts
-    s["total_steps"] = math.ceil(s["total_episodes"] / s["batch_size"])
-    return s
-
-
-def build_optimizer(policy, value, s: dict):
-    """AdamW with two parameter groups (actor at ppo.actor_lr, critic at ppo.critic_lr), both with
-    ppo.weight_decay, and the LR schedule ppo.lr_scheduler over the run's total_steps: `linear`
-    decays both rates to 0 (trl's default), `constant` keeps them (verl's warmup_style constant,
-    no warmup)."""
-    from transformers import get_scheduler
-
-    optimizer = torch.optim.AdamW([
-        {"params": [p for p in policy.parameters() if p.requires_grad], "lr": s["actor_lr"]},
-        {"params": [p for p in value.parameters() if p.requires_grad], "lr": s["critic_lr"]},
-    ], lr=s["actor_lr"], eps=1e-5, weight_decay=s["weight_decay"])
-    scheduler = get_scheduler(s["lr_scheduler"], optimizer, num_warmup_steps=0,
-                              num_training_steps=s["total_steps"])
-    return optimizer, scheduler
 
 
 # ---------------------------------------------------------------------------------------------
@@ -349,6 +269,7 @@ class _PPORun:
             kl_coef=s["kl_coef"],
             lam=s["gae_lambda"],
             cliprange_value=s["cliprange_value"],
+            vf_coef=s["vf_coef"],
             # recorded in the trl config; the optimizer and schedule trl runs are built by build_optimizer
             lr_scheduler_type=s["lr_scheduler"],
             weight_decay=s["weight_decay"],
@@ -484,8 +405,7 @@ def train_ppo(
         "steps": settings["total_steps"], "episodes": settings["total_episodes"], "resumed_from": resumed_from,
         "reward_failures": int(failures), "reward_scored": int(scored), "processes": settings["world_size"],
         "micro_batch_size": settings["micro_batch_size"], "gradient_accumulation": settings["gradient_accumulation"],
-        "prompts": len(rows), **run.cap_stats, **filtered,
-    }
+        "prompts": len(rows), **run.cap_stats, **filtered}
     if summary["reward_failures"]:
         log.warning("PPO %s: RM failed on %d of %d rollouts (nan_reward=%g used)", run_name,
                     summary["reward_failures"], summary["reward_scored"], settings["nan_reward"])
