@@ -59,3 +59,9 @@ rule all:
     default_target: True
     input:
         ALL_TARGETS,
+
+
+# With --keep-going, a run where only some RMs' jobs failed still analyses the other RMs, in a
+# second Snakemake run, and exits non-zero (prbench.partial, docs/DESIGN.md "Partial runs").
+onerror:
+    PARTIAL.after_failure(workflow, config, MISSING)

@@ -7,8 +7,8 @@
 # nothing below names one. Each method's measure table is an input of `correlations`; its figure
 # signal a param of the scatter/correlation figures; a method with a training log gets a figure.
 CORR = config["correlation"]
-PAIR_KEYS = [[rm, bench] for rm in RMS for bench in BENCHMARKS]
-RUN_KEYS = [[policy, rm] for policy in POLICIES for rm in RMS]
+PAIR_KEYS = [[rm, bench] for rm in ROW_RMS for bench in BENCHMARKS]
+RUN_KEYS = [[policy, rm] for policy in POLICIES for rm in ROW_RMS]
 # The signal per method shown in the scatter and comparison figures (the table has all of them).
 FIG_SIGNALS = canon(DS.figure_signals(config, DOWNSTREAM))
 TRAINING = [m for m in DOWNSTREAM if DS.REGISTRY[m].train_log]
@@ -58,7 +58,8 @@ rule correlations:
         mem_mb=2000,
         runtime=15,
     params:
-        rms=RMS,
+        rms=ROW_RMS,
+        missing=MISSING,
         pair_keys=PAIR_KEYS,
         run_keys=RUN_KEYS,
         methods=DOWNSTREAM,
@@ -89,7 +90,8 @@ rule fig_accuracy:
         runtime=5,
     params:
         figure="accuracy",
-        rms=RMS,
+        rms=ROW_RMS,
+        missing=MISSING,
         benchmarks=BENCHMARKS,
     script:
         "../workflow_scripts/figures.py"
@@ -112,7 +114,8 @@ rule fig_bon_curves:
         runtime=5,
     params:
         figure="bon_curves",
-        rms=RMS,
+        rms=ROW_RMS,
+        missing=MISSING,
         estimator=FIG_SIGNALS["bon"]["estimator"],
     script:
         "../workflow_scripts/figures.py"
@@ -138,6 +141,7 @@ rule fig_scatter:
         figure="scatter",
         signals=FIG_SIGNALS,
         measure="judge_score",
+        missing=MISSING,
     script:
         "../workflow_scripts/figures.py"
 
@@ -161,6 +165,7 @@ rule fig_correlations:
         figure="correlations",
         signals=FIG_SIGNALS,
         measure="judge_score",
+        missing=MISSING,
     script:
         "../workflow_scripts/figures.py"
 
@@ -187,6 +192,7 @@ rule fig_training:
         run_keys=RUN_KEYS,
         label=lambda wc: DS.label(wc.method),
         smooth=1,
+        missing=MISSING,
     script:
         "../workflow_scripts/figures.py"
 
@@ -199,3 +205,26 @@ ALL_TARGETS.extend(
     ]
 )
 ALL_TARGETS.extend(f"results/figures/{name}.{ext}" for name in FIGURES for ext in ("png", "pdf"))
+
+
+# The RMs a partial run leaves out, each failed job with its log (header only in a complete run).
+rule missing_rms:
+    output:
+        report("results/tables/missing_rms.csv", caption="../report/missing_rms.rst", category="Tables"),
+    log:
+        "logs/analysis/missing_rms.log",
+    benchmark:
+        "job_times/analysis/missing_rms.tsv"
+    conda:
+        "../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    params:
+        missing=MISSING,
+    script:
+        "../workflow_scripts/missing_rms.py"
+
+
+ALL_TARGETS.append("results/tables/missing_rms.csv")

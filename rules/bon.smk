@@ -10,7 +10,7 @@
 BON = config["bon"]
 BON_SHARDS = list(range(BON["shards"]))
 BON_POLICY_SPEC = {p: policy_spec(p) for p in POLICIES}
-BON_TABLE_INPUTS = {f"rm_{p}_{r}": f"results/bon/{p}/rm_scores/{r}.jsonl" for p in POLICIES for r in RMS}
+BON_TABLE_INPUTS = {f"rm_{p}_{r}": f"results/bon/{p}/rm_scores/{r}.jsonl" for p in POLICIES for r in ROW_RMS}
 BON_TABLE_INPUTS.update({f"samples_{p}": f"results/bon/{p}/samples.jsonl" for p in POLICIES})
 BON_TABLE_INPUTS.update({f"judged_{p}": f"results/bon/{p}/judged.jsonl" for p in POLICIES})
 
@@ -138,7 +138,7 @@ rule bon_table:
         **BON_TABLE_INPUTS,
     output:
         table="results/tables/bon.csv",
-        curves=[f"results/bon/{p}/curves/{r}.csv" for p in POLICIES for r in RMS + ["_oracle", "_random"]],
+        curves=[f"results/bon/{p}/curves/{r}.csv" for p in POLICIES for r in ROW_RMS + ["_oracle", "_random"]],
     log:
         "logs/bon/bon_table.log",
     benchmark:
@@ -151,7 +151,7 @@ rule bon_table:
         runtime=10,
     params:
         policies=POLICIES,
-        rms=RMS,
+        rms=ROW_RMS,
         ks=BON["ks"],
         n=BON["n"],
         seed=SEED,
@@ -162,7 +162,7 @@ rule bon_table:
 
 rule bon_measures:
     input:
-        curves=[f"results/bon/{p}/curves/{r}.csv" for p in POLICIES for r in RMS],
+        curves=[f"results/bon/{p}/curves/{r}.csv" for p in POLICIES for r in ROW_RMS],
     output:
         DS.table_path("bon"),
     log:
@@ -176,7 +176,7 @@ rule bon_measures:
         mem_mb=2000,
         runtime=10,
     params:
-        runs=[[p, r] for p in POLICIES for r in RMS],
+        runs=[[p, r] for p in POLICIES for r in ROW_RMS],
     script:
         "../workflow_scripts/bon_measures.py"
 

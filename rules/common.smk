@@ -1,6 +1,7 @@
 # Shared by every stage: config validation, names, input functions, resource scaling and the policies
 # and RMs as the downstream stages load them. The judge's plumbing is in rules/judge.smk. A stage file
 # reads only its own globals and these (tests/test_rules_layout.py).
+import os
 import sys
 from pathlib import Path
 
@@ -10,6 +11,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from prbench import downstream as DS  # noqa: E402
 from prbench.validation import check_config  # noqa: E402
 from prbench.rms import kind_info  # noqa: E402
+from prbench import partial as PARTIAL  # noqa: E402
 
 validate(config, schema="../schemas/config.schema.yaml")
 check_config(config)
@@ -20,6 +22,11 @@ SUBSETS = config["data"]["personalized"]["subsets"]
 BASELINES = list(config["data"]["baselines"])
 BENCHMARKS = ["personalized"] + BASELINES
 RMS = list(config["reward_models"])
+# A partial run (prbench.partial, docs/DESIGN.md "Partial runs"): the onerror handler's second run
+# names the RMs whose jobs failed; the aggregate tables, figures and report then have rows for
+# ROW_RMS only and name the MISSING ones. In a normal run MISSING is {} and ROW_RMS is RMS.
+MISSING = PARTIAL.load_missing(os.environ.get(PARTIAL.ENV), RMS)
+ROW_RMS = [r for r in RMS if r not in MISSING]
 POLICIES = list(config["policies"])
 DEMO = config["demo"]["enabled"]
 # Downstream methods this config runs, in registry order (prbench.downstream): each stage writes

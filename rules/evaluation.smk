@@ -73,7 +73,7 @@ rule eval_policy:
 
 rule judged_measures:
     input:
-        judged=expand("results/{{method}}/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=RMS),
+        judged=expand("results/{{method}}/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=ROW_RMS),
     output:
         "results/downstream/{method}.csv",
     log:
@@ -89,6 +89,6 @@ rule judged_measures:
         mem_mb=2000,
         runtime=10,
     params:
-        runs=[[p, r] for p in POLICIES for r in RMS],
+        runs=[[p, r] for p in POLICIES for r in ROW_RMS],
     script:
         "../workflow_scripts/judged_measures.py"

@@ -77,7 +77,7 @@ rule train_grpo:
 
 rule grpo_table:
     input:
-        judged=expand("results/grpo/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=RMS),
+        judged=expand("results/grpo/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=ROW_RMS),
     output:
         "results/tables/grpo.csv",
     log:
@@ -91,7 +91,7 @@ rule grpo_table:
         mem_mb=2000,
         runtime=10,
     params:
-        runs=[[p, r] for p in POLICIES for r in RMS],
+        runs=[[p, r] for p in POLICIES for r in ROW_RMS],
         bootstrap=GRPO.get("bootstrap", 1000),
         seed=SEED,
     script:
@@ -100,4 +100,4 @@ rule grpo_table:
 
 if GRPO_ENABLED:
     ALL_TARGETS.append("results/tables/grpo.csv")
-    ALL_TARGETS.extend(expand("results/grpo/{policy}/{rm}/train_log.csv", policy=POLICIES, rm=RMS))
+    ALL_TARGETS.extend(expand("results/grpo/{policy}/{rm}/train_log.csv", policy=POLICIES, rm=ROW_RMS))

@@ -76,7 +76,7 @@ rule train_ppo:
 
 rule ppo_table:
     input:
-        judged=expand("results/ppo/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=RMS),
+        judged=expand("results/ppo/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=ROW_RMS),
     output:
         "results/tables/ppo.csv",
     log:
@@ -90,7 +90,7 @@ rule ppo_table:
         mem_mb=2000,
         runtime=10,
     params:
-        runs=[[p, r] for p in POLICIES for r in RMS],
+        runs=[[p, r] for p in POLICIES for r in ROW_RMS],
         bootstrap=PPO["bootstrap"],
         seed=SEED,
     script:
@@ -99,4 +99,4 @@ rule ppo_table:
 
 if PPO_ENABLED:
     ALL_TARGETS.append("results/tables/ppo.csv")
-    ALL_TARGETS.extend(expand("results/ppo/{policy}/{rm}/train_log.csv", policy=POLICIES, rm=RMS))
+    ALL_TARGETS.extend(expand("results/ppo/{policy}/{rm}/train_log.csv", policy=POLICIES, rm=ROW_RMS))
