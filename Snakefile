@@ -35,6 +35,7 @@ include: "rules/ppo.smk"
 include: "rules/grpo.smk"
 include: "rules/evaluation.smk"
 include: "rules/analysis.smk"
+include: "rules/manifest.smk"
 
 
 # Seconds-long table and figure jobs run on the submitting machine, not through a cluster queue.
@@ -53,6 +54,8 @@ localrules:
     fig_scatter,
     fig_correlations,
     fig_training,
+    missing_rms,
+    manifest,
 
 
 rule all:
