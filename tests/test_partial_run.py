@@ -8,6 +8,7 @@ folder has a corrupt weight file, run with --keep-going on a copy of a complete 
 - once the folder is fixed, a plain rerun runs only `broken`'s jobs and the aggregates and exits 0,
   and the tables then cover all five RMs.
 """
+import json
 import shutil
 
 import pandas as pd
@@ -21,7 +22,7 @@ BROKEN = "broken"
 # Jobs of the aggregate stages: the ones a partial run and the fixing rerun may run besides the RM's own.
 AGGREGATES = {"accuracy_table", "bon_table", "bon_measures", "ppo_table", "grpo_table", "judged_measures",
               "correlations", "missing_rms", "fig_accuracy", "fig_bon_curves", "fig_scatter", "fig_correlations",
-              "fig_training", "all"}
+              "fig_training", "manifest", "all"}
 
 
 def _run(workdir, config, *extra):
@@ -94,6 +95,8 @@ def test_partial_outputs_cover_the_other_rms(partial_run):
 def test_fixed_rm_reruns_only_its_jobs_and_the_aggregates(partial_run):
     work, config, rc, _, good, folder = partial_run
     assert rc != 0
+    key = f"reward_models.{BROKEN}.path"
+    before = json.loads((work / "results/manifest.json").read_text())["models_and_data"][key]["digest"]["sha256"]
     shutil.copy2(good / "model.safetensors", folder / "model.safetensors")
     rc2, out2 = _run(work, config)
     assert rc2 == 0, out2[-6000:]
@@ -105,3 +108,6 @@ def test_fixed_rm_reruns_only_its_jobs_and_the_aggregates(partial_run):
     assert BROKEN in set(acc["rm"])
     assert len(pd.read_csv(work / "results/tables/missing_rms.csv")) == 0
     assert "Partial run" not in (work / "results/tables/correlation_summary.md").read_text()
+    # the run manifest follows the model file: the fixed folder has another digest
+    after = json.loads((work / "results/manifest.json").read_text())["models_and_data"][key]["digest"]["sha256"]
+    assert after != before
