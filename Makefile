@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= all
 
-.PHONY: install demo replica test test-fast test-slurm lint report
+.PHONY: install demo replica test test-fast test-slurm lint report prefetch
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -20,6 +20,13 @@ demo: install
 # The paper DAG on tiny local replicas of its hub models and data (README, configs/replica.yaml)
 replica: install
 	$(BIN)/snakemake --cores $(CORES) --configfile configs/replica.yaml
+
+# On a login node with internet: every hub model and dataset config.yaml names, into the Hugging Face
+# cache (HF_HOME), at each entry's revision; then compute nodes run with HF_HUB_OFFLINE=1 (docs/CLUSTER.md).
+CONFIG ?= config.yaml
+prefetch: install
+	PYTHONPATH=src $(BIN)/python -m prbench.prefetch --configfile $(CONFIG)
+	HF_HUB_OFFLINE=1 PYTHONPATH=src $(BIN)/python -m prbench.prefetch --configfile $(CONFIG) --check
 
 report: demo
 	$(BIN)/snakemake --profile profiles/demo --report report.html
