@@ -103,3 +103,24 @@ def test_killed_job_reruns_to_the_same_output(test_config_run, tmp_path, target,
     for rel in extra:  # the judge cache: every key once
         keys = [json.loads(line)["key"] for line in (work / rel).read_text().splitlines() if line.strip()]
         assert keys and len(keys) == len(set(keys)), rel
+
+
+def test_truncated_dataset_names_the_config_key_and_path(tmp_path):
+    from prbench.data.sources import DataError, iter_source
+
+    folder = tmp_path / "bench" / "Lifestyle"
+    folder.mkdir(parents=True)
+    full = "".join(json.dumps({"id": i, "question": "q" * 40}) + "\n" for i in range(5))
+    (folder / "test.jsonl").write_text(full[: len(full) - 30])  # cut inside the last row
+    with pytest.raises(DataError, match=r"config key data.personalized.source: .*test\.jsonl: row 5: invalid JSON "
+                                        r".*the file ends mid-row: truncated\?"):
+        list(iter_source(str(tmp_path / "bench"), "test", "Lifestyle", key="data.personalized.source"))
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": list(range(100))}), folder / "train-00000.parquet")
+    data = (folder / "train-00000.parquet").read_bytes()
+    (folder / "train-00000.parquet").write_bytes(data[: len(data) // 2])
+    with pytest.raises(DataError, match=r"config key data.personalized.source: .*train-00000\.parquet: unreadable "
+                                        r"parquet file, truncated or corrupt"):
+        list(iter_source(str(tmp_path / "bench"), "train", "Lifestyle", key="data.personalized.source"))
