@@ -5,12 +5,6 @@
 from prbench import manifest as MF  # noqa: E402
 
 
-def manifest_inputs(wildcards):
-    """The final tables (the manifest job runs after them) and the model folders the DAG trains."""
-    tables = [t for t in ALL_TARGETS if t.startswith("results/tables/")]
-    return tables + MANIFEST_BUILT_DIRS
-
-
 MANIFEST_BUILT = {
     **{f"reward_models.{r}": rm_model_dir(r) for r in ROW_RMS if rm_model_dir(r)},
     **{f"policies.{p}": policy_model_dir(p) for p in POLICIES if policy_model_dir(p)},
@@ -20,7 +14,8 @@ MANIFEST_BUILT_DIRS = sorted(set(MANIFEST_BUILT.values()))
 
 rule manifest:
     input:
-        manifest_inputs,
+        # the final tables (read once every stage file has added its own) and the models the DAG trains
+        lambda wc: [t for t in ALL_TARGETS if t.startswith("results/tables/")] + MANIFEST_BUILT_DIRS,
     output:
         report("results/manifest.json", caption="../report/manifest.rst", category="Provenance"),
     log:
