@@ -58,3 +58,39 @@ def test_missing_table(tmp_path):
     assert df.values.tolist()[1] == ["b", "score_benchmark", "bench=general,rm=b", "logs/scoring/b/general.log"]
     partial.missing_table({}, tmp_path / "empty.csv")
     assert (tmp_path / "empty.csv").read_text().strip() == "rm,rule,wildcards,log"
+
+
+def _workflow(keep_going, failed):
+    from types import SimpleNamespace as NS
+
+    jobs = [NS(rule=NS(name=rule), wildcards_dict=wc, log=logs) for rule, wc, logs in failed]
+    return NS(execution_settings=NS(keep_going=keep_going), scheduler=NS(failed=jobs),
+              resource_settings=NS(cores=2), main_snakefile="/repo/Snakefile")
+
+
+def test_after_failure_starts_the_partial_run(tmp_path, monkeypatch):
+    import subprocess
+
+    import yaml
+
+    monkeypatch.chdir(tmp_path)
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, env: calls.append((cmd, env)) or
+                        __import__("types").SimpleNamespace(returncode=0))
+    config = {"seed": 0, "reward_models": {"a": {"kind": "length"}, "b": {"kind": "length"}}}
+    wf = _workflow(True, [("score_benchmark", {"rm": "b", "bench": "general"}, ["logs/x.log"])])
+    assert partial.after_failure(wf, config, {}) == 0
+    assert json.loads((tmp_path / partial.MISSING_FILE).read_text())["b"][0]["log"] == ["logs/x.log"]
+    assert yaml.safe_load((tmp_path / partial.CONFIG_FILE).read_text()) == config
+    (run, env), (report, _) = calls
+    assert run[-5:] == ["--configfile", partial.CONFIG_FILE, "--nolock", "--cores", "2"]
+    assert env[partial.ENV] == partial.MISSING_FILE and run[run.index("--directory") + 1] == str(tmp_path)
+    assert report[-2:] == ["--report", partial.REPORT]
+    # not attempted: without --keep-going, inside the partial run itself, a failure of no RM, every RM failed
+    calls.clear()
+    assert partial.after_failure(_workflow(False, [("x", {"rm": "b"}, [])]), config, {}) is None
+    assert partial.after_failure(wf, config, {"b": [{"rule": "x", "log": []}]}) is None
+    assert partial.after_failure(_workflow(True, [("merge_samples", {"policy": "p"}, [])]), config, {}) is None
+    both = _workflow(True, [("x", {"rm": "a"}, []), ("x", {"rm": "b"}, [])])
+    assert partial.after_failure(both, config, {}) is None
+    assert calls == []
