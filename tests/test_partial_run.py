@@ -79,14 +79,17 @@ def test_partial_run_exits_nonzero_and_names_the_missing_rm(partial_run):
 
 def test_partial_outputs_cover_the_other_rms(partial_run):
     work, *_ = partial_run
-    rms = set(yaml.safe_load((REPO / "configs/test.yaml").read_text())["reward_models"])
+    rms = list(yaml.safe_load((REPO / "configs/test.yaml").read_text())["reward_models"])
     for table in ["benchmark_accuracy.csv", "ppo.csv", "grpo.csv"]:
-        assert set(pd.read_csv(work / "results/tables" / table)["rm"]) == rms, table
-    assert rms <= set(pd.read_csv(work / "results/tables/bon.csv")["rm"])
+        assert set(pd.read_csv(work / "results/tables" / table)["rm"]) == set(rms), table
+    assert set(rms) <= set(pd.read_csv(work / "results/tables/bon.csv")["rm"])
     assert BROKEN not in set(pd.read_csv(work / "results/tables/bon.csv")["rm"])
     summary = (work / "results/tables/correlation_summary.md").read_text()
     first = summary.splitlines()[0]
-    assert first.startswith(f"n = {len(rms)} RMs: ") and f"missing: {BROKEN} (rule" in first, first
+    # in the config's order (the second run's config keeps it), then the missing RM with its failures
+    assert first.startswith(f"n = {len(rms)} RMs: {', '.join(rms)}. Partial run"), first
+    assert f"missing: {BROKEN} (rule" in first, first
+    assert list(dict.fromkeys(pd.read_csv(work / "results/tables/benchmark_accuracy.csv")["rm"])) == list(rms)
     missing_time = (work / "results/tables/missing_rms.csv").stat().st_mtime
     for name in ["accuracy", "bon_curves", "scatter", "correlations", "ppo_training", "grpo_training"]:
         assert (work / f"results/figures/{name}.png").stat().st_mtime >= missing_time - 60, name

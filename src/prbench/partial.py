@@ -120,7 +120,9 @@ def after_failure(workflow, config: dict, missing: dict, logger=None) -> int | N
     Path(MISSING_FILE).parent.mkdir(parents=True, exist_ok=True)
     Path(MISSING_FILE).write_text(json.dumps(by_rm, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     # The validated config (schema defaults filled in) replaces the original config files one to one.
-    Path(CONFIG_FILE).write_text(yaml.safe_dump(json.loads(json.dumps(dict(config)))), encoding="utf-8")
+    # (sort_keys=False: the RM order is the tables' row order)
+    plain = json.loads(json.dumps(dict(config)))
+    Path(CONFIG_FILE).write_text(yaml.safe_dump(plain, sort_keys=False), encoding="utf-8")
     say(describe(by_rm) + f"; analysing the other RMs (record: {MISSING_FILE})")
     cores = str(workflow.resource_settings.cores or 1)
     base = [sys.executable, "-m", "snakemake", "--snakefile", str(workflow.main_snakefile),
