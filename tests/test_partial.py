@@ -44,7 +44,7 @@ def test_load_missing_roundtrip_and_errors(tmp_path):
     with pytest.raises(ValueError, match="PRBENCH_MISSING_RMS=.*missing.json: expected"):
         partial.load_missing(str(path))
     path.write_text(json.dumps({"a": [{"rule": "x"}]}))
-    with pytest.raises(ValueError, match="lacks 'rule' or 'log'"):
+    with pytest.raises(ValueError, match="lacks 'rule', 'wildcards' or 'log'"):
         partial.load_missing(str(path))
     with pytest.raises(ValueError, match="cannot read"):
         partial.load_missing(str(tmp_path / "nope.json"))

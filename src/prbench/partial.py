@@ -42,8 +42,8 @@ def load_missing(path: str | None, rms=None) -> dict[str, list[dict]]:
         raise ValueError(f"{ENV}={path}: RMs {unknown} are not in the config's reward_models")
     for rm, fails in data.items():
         for f in fails:
-            if not isinstance(f, dict) or not {"rule", "log"} <= set(f):
-                raise ValueError(f"{ENV}={path}: failure of RM {rm!r} lacks 'rule' or 'log': {f!r}")
+            if not isinstance(f, dict) or not {"rule", "wildcards", "log"} <= set(f):
+                raise ValueError(f"{ENV}={path}: failure of RM {rm!r} lacks 'rule', 'wildcards' or 'log': {f!r}")
     return {rm: data[rm] for rm in sorted(data)}
 
 
@@ -93,7 +93,7 @@ def missing_table(missing: dict[str, list[dict]], out_csv: str | os.PathLike) ->
     from .io import write_csv
 
     rows = [{"rm": rm, "rule": f["rule"],
-             "wildcards": ",".join(f"{k}={v}" for k, v in f.get("wildcards", {}).items()),
+             "wildcards": ",".join(f"{k}={v}" for k, v in f["wildcards"].items()),
              "log": " ".join(f["log"])}
             for rm, fails in missing.items() for f in fails]
     write_csv(out_csv, pd.DataFrame(rows, columns=["rm", "rule", "wildcards", "log"]))
