@@ -89,7 +89,6 @@ def test_partial_outputs_cover_the_other_rms(partial_run):
     # in the config's order (the second run's config keeps it), then the missing RM with its failures
     assert first.startswith(f"n = {len(rms)} RMs: {', '.join(rms)}. Partial run"), first
     assert f"missing: {BROKEN} (rule" in first, first
-    assert list(dict.fromkeys(pd.read_csv(work / "results/tables/benchmark_accuracy.csv")["rm"])) == list(rms)
     missing_time = (work / "results/tables/missing_rms.csv").stat().st_mtime
     for name in ["accuracy", "bon_curves", "scatter", "correlations", "ppo_training", "grpo_training"]:
         assert (work / f"results/figures/{name}.png").stat().st_mtime >= missing_time - 60, name
