@@ -117,14 +117,14 @@ def describe_refs(config: dict, basedir: str | os.PathLike = ".") -> dict:
 
 
 def git_state(repo: str | os.PathLike) -> dict:
-    """The checkout's commit and whether tracked or untracked files differ from it (None outside git)."""
+    """The checkout's commit and whether its tracked files differ from it (None outside git)."""
     def git(*args):
         return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=30)
 
     head = git("rev-parse", "HEAD")
     if head.returncode != 0:
         return {"commit": None, "dirty": None}
-    status = git("status", "--porcelain", "--untracked-files=normal")
+    status = git("status", "--porcelain", "--untracked-files=no")  # untracked files: not code that ran
     changed = [line[3:] for line in status.stdout.splitlines()]
     return {"commit": head.stdout.strip(), "dirty": bool(changed), "changed_files": sorted(changed)[:200]}
 
