@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= all
 
-.PHONY: install demo replica test test-fast test-slurm lint report prefetch
+.PHONY: install demo replica test test-fast test-slurm lint report protocol score prefetch
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -21,15 +21,36 @@ demo: install
 replica: install
 	$(BIN)/snakemake --cores $(CORES) --configfile configs/replica.yaml
 
+# One more RM scored beside the configured ones, without editing a config (README, "Score one RM"):
+#   make score RM=<hub id or local folder> [KIND=classifier] [PROFILE=1] [NAME=...] [CONFIG=config.yaml]
+#              [DIR=.] [TRUST_REMOTE_CODE=1] [PARAMS_B=8] [SMK_ARGS="..."]
+# PROFILE=1 shows the RM the user's profile (use_profile); CONFIG=configs/demo.yaml scores it on the demo.
+# (RM is make's own variable, "rm -f", unless given: the recipe refuses that default.)
+KIND ?= classifier
+CONFIG ?= config.yaml
+DIR ?= .
+score: $(BIN)/snakemake
+	@test "$(origin RM)" != default -a -n "$(RM)" || { echo 'make score: give RM=<hub id or local folder>' >&2; exit 2; }
+	$(BIN)/python -m prbench.scoring.one_rm --rm '$(RM)' --kind '$(KIND)' --config '$(CONFIG)' --directory '$(DIR)' \
+		--cores $(CORES) $(if $(filter 1 true yes,$(PROFILE)),--profile) $(if $(NAME),--name '$(NAME)') \
+		$(if $(filter 1 true yes,$(TRUST_REMOTE_CODE)),--trust-remote-code) $(if $(PARAMS_B),--params-b $(PARAMS_B)) \
+		$(if $(SMK_ARGS),-- $(SMK_ARGS))
+
+$(BIN)/snakemake:
+	$(MAKE) install
+
 # On a login node with internet: every hub model and dataset config.yaml names, into the Hugging Face
 # cache (HF_HOME), at each entry's revision; then compute nodes run with HF_HUB_OFFLINE=1 (docs/CLUSTER.md).
-CONFIG ?= config.yaml
 prefetch: install
 	PYTHONPATH=src $(BIN)/python -m prbench.prefetch --configfile $(CONFIG)
 	HF_HUB_OFFLINE=1 PYTHONPATH=src $(BIN)/python -m prbench.prefetch --configfile $(CONFIG) --check
 
 report: demo
 	$(BIN)/snakemake --profile profiles/demo --report report.html
+
+# docs/PROTOCOL.md from docs/protocol.yaml (the protocol card as data; tests/test_protocol.py checks both)
+protocol: $(BIN)/python
+	$(BIN)/python -m prbench.protocol
 
 # ruff (rules in pyproject.toml), snakefmt on the Snakefile and rules, and Snakemake's own linter
 lint: install

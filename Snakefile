@@ -42,7 +42,9 @@ include: "rules/manifest.smk"
 localrules:
     all,
     merge_samples,
+    merge_samples_set,
     accuracy_table,
+    benchmark_reports,
     bon_table,
     bon_measures,
     ppo_table,
@@ -56,6 +58,7 @@ localrules:
     fig_training,
     missing_rms,
     manifest,
+    leaderboard,
 
 
 rule all:

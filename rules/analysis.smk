@@ -2,16 +2,22 @@
 #   results/tables/correlations.csv        every coefficient x benchmark score x downstream measure, CI, p
 #   results/tables/correlation_summary.md  per downstream measure: best benchmark, separated from the runner-up?
 #   results/tables/correlation_inputs.csv  the per-RM values that were correlated (with bootstrap CIs)
+#   results/tables/correlation_comparisons.csv  personalized vs each baseline, paired: diff, CI, p, q, verdict
+#   results/tables/correlation_power.csv   smallest detectable Spearman gap, RMs needed per gap
 #   results/figures/{accuracy,bon_curves,scatter,correlations}.{png,pdf}, {method}_training.{png,pdf}
 # The downstream methods come from the registry (prbench.downstream, DOWNSTREAM in common.smk):
 # nothing below names one. Each method's measure table is an input of `correlations`; its figure
 # signal a param of the scatter/correlation figures; a method with a training log gets a figure.
 CORR = config["correlation"]
 PAIR_KEYS = [[rm, bench] for rm in ROW_RMS for bench in BENCHMARKS]
-RUN_KEYS = [[policy, rm] for policy in POLICIES for rm in ROW_RMS]
+RUN_KEYS = [[policy, rm] for policy in POLICIES for rm in ROW_DOWNSTREAM_RMS]
+# the correlations run over the RMs with both benchmark and downstream results
+CORR_PAIR_KEYS = [[rm, bench] for rm in ROW_DOWNSTREAM_RMS for bench in BENCHMARKS]
 # The signal per method shown in the scatter and comparison figures (the table has all of them).
 FIG_SIGNALS = canon(DS.figure_signals(config, DOWNSTREAM))
 TRAINING = [m for m in DOWNSTREAM if DS.REGISTRY[m].train_log]
+
+
 FIGURES = ["accuracy", "bon_curves", "scatter", "correlations"] + [f"{m}_training" for m in TRAINING]
 # Outputs of each figure rule: the PNG goes into the HTML report with its caption, the PDF beside it.
 FIG_OUT = {
@@ -29,7 +35,7 @@ FIG_OUT["training"] = {
 
 rule correlations:
     input:
-        pairs=[f"results/scores/{rm}/{bench}.pairs.jsonl" for rm, bench in PAIR_KEYS],
+        pairs=[f"results/scores/{rm}/{bench}.pairs.jsonl" for rm, bench in CORR_PAIR_KEYS],
         downstream=[DS.table_path(m) for m in DOWNSTREAM],
     output:
         table=report(
@@ -47,6 +53,16 @@ rule correlations:
             caption="../report/correlation_inputs.rst",
             category="Tables",
         ),
+        comparisons=report(
+            "results/tables/correlation_comparisons.csv",
+            caption="../report/correlation_comparisons.rst",
+            category="Tables",
+        ),
+        power=report(
+            "results/tables/correlation_power.csv",
+            caption="../report/correlation_power.rst",
+            category="Tables",
+        ),
     log:
         "logs/analysis/correlations.log",
     benchmark:
@@ -58,16 +74,25 @@ rule correlations:
         mem_mb=2000,
         runtime=15,
     params:
-        rms=ROW_RMS,
+        rms=ROW_DOWNSTREAM_RMS,
         missing=MISSING,
-        pair_keys=PAIR_KEYS,
+        pair_keys=CORR_PAIR_KEYS,
         run_keys=RUN_KEYS,
         methods=DOWNSTREAM,
         bench_kinds={b: config["data"]["baselines"][b].get("kind") for b in BASELINES},
-        bootstrap=CORR["bootstrap"],
-        permutations=CORR["permutations"],
-        rbo_p=CORR["rbo_p"],
-        ci=CORR["ci"],
+        corr=pick(
+            CORR,
+            [
+                "bootstrap",
+                "permutations",
+                "rbo_p",
+                "ci",
+                "fdr",
+                "min_rms",
+                "power_simulations",
+            ],
+        ),
+        signals=FIG_SIGNALS,
         seed=SEED,
     script:
         "../workflow_scripts/correlations.py"
@@ -114,7 +139,7 @@ rule fig_bon_curves:
         runtime=5,
     params:
         figure="bon_curves",
-        rms=ROW_RMS,
+        rms=ROW_DOWNSTREAM_RMS,
         missing=MISSING,
         estimator=FIG_SIGNALS["bon"]["estimator"],
     script:
@@ -172,7 +197,8 @@ rule fig_correlations:
 
 rule fig_training:
     input:
-        lambda wc: [DS.REGISTRY[wc.method].train_log.format(policy=p, rm=r) for p, r in RUN_KEYS],
+        # a per-subset run's log (ppo.per_subset) is the pattern with rm "{rm}/{subset}": one curve per run
+        lambda wc: [DS.REGISTRY[wc.method].train_log.format(policy=p, rm=r) for p, r in training_runs(wc.method)],
     output:
         **FIG_OUT["training"],
     log:
@@ -189,7 +215,7 @@ rule fig_training:
         runtime=5,
     params:
         figure="training",
-        run_keys=RUN_KEYS,
+        run_keys=lambda wc: training_runs(wc.method),
         label=lambda wc: DS.label(wc.method),
         smooth=1,
         missing=MISSING,
@@ -202,9 +228,48 @@ ALL_TARGETS.extend(
         "results/tables/correlations.csv",
         "results/tables/correlation_summary.md",
         "results/tables/correlation_inputs.csv",
+        "results/tables/correlation_comparisons.csv",
+        "results/tables/correlation_power.csv",
     ]
 )
 ALL_TARGETS.extend(f"results/figures/{name}.{ext}" for name in FIGURES for ext in ("png", "pdf"))
+
+
+# The leaderboard: every RM ranked by personalized accuracy, with the baselines' official scores and
+# the downstream signals of the figures (prbench.analysis.leaderboard). The HTML table is the report's
+# Leaderboard entry, its compact summary (no CIs) the table on the report's landing page (report/workflow.rst).
+rule leaderboard:
+    input:
+        accuracy="results/tables/benchmark_accuracy.csv",
+        inputs="results/tables/correlation_inputs.csv",
+    output:
+        csv="results/tables/leaderboard.csv",
+        md="results/tables/leaderboard.md",
+        html=report(
+            "results/tables/leaderboard.html",
+            caption="../report/leaderboard.rst",
+            category="Leaderboard",
+        ),
+        summary="results/tables/leaderboard.summary.html",
+    log:
+        "logs/analysis/leaderboard.log",
+    benchmark:
+        "job_times/analysis/leaderboard.tsv"
+    conda:
+        "../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        rms=ROW_RMS,
+        signals=FIG_SIGNALS,
+        measure="judge_score",
+    script:
+        "../workflow_scripts/leaderboard.py"
+
+
+ALL_TARGETS.extend(f"results/tables/leaderboard.{ext}" for ext in ("csv", "md", "html", "summary.html"))
 
 
 # The RMs a partial run leaves out, each failed job with its log (header only in a complete run).

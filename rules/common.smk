@@ -10,7 +10,8 @@ from snakemake.utils import validate
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from prbench import downstream as DS  # noqa: E402
 from prbench.validation import check_config  # noqa: E402
-from prbench.rms import kind_info  # noqa: E402
+from prbench.rms import kind_info, reward_spec  # noqa: E402
+from prbench.seeding import replicate_seed as _replicate_seed  # noqa: E402
 from prbench import partial as PARTIAL  # noqa: E402
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -22,11 +23,14 @@ SUBSETS = config["data"]["personalized"]["subsets"]
 BASELINES = list(config["data"]["baselines"])
 BENCHMARKS = ["personalized"] + BASELINES
 RMS = list(config["reward_models"])
+# RMs with downstream runs (BoN scoring, PPO, GRPO); reward_models.<rm>.downstream false = benchmarks only.
+DOWNSTREAM_RMS = [r for r in RMS if config["reward_models"][r].get("downstream", True)]
 # A partial run (prbench.partial, docs/DESIGN.md "Partial runs"): the onerror handler's second run
 # names the RMs whose jobs failed; the aggregate tables, figures and report then have rows for
 # ROW_RMS only and name the MISSING ones. In a normal run MISSING is {} and ROW_RMS is RMS.
 MISSING = PARTIAL.load_missing(os.environ.get(PARTIAL.ENV), RMS)
 ROW_RMS = [r for r in RMS if r not in MISSING]
+ROW_DOWNSTREAM_RMS = [r for r in DOWNSTREAM_RMS if r not in MISSING]
 POLICIES = list(config["policies"])
 DEMO = config["demo"]["enabled"]
 # Downstream methods this config runs, in registry order (prbench.downstream): each stage writes
@@ -34,6 +38,60 @@ DEMO = config["demo"]["enabled"]
 DOWNSTREAM = DS.enabled(config)
 # Methods that train one policy per RM, evaluated by the shared rule eval_policy (rules/evaluation.smk).
 TRAINED_METHODS = [m for m in DOWNSTREAM if DS.REGISTRY[m].trained_policy]
+
+# ppo.per_subset (the authors'): one PPO run per (policy, RM, subset) in results/ppo/{policy}/{rm}/{subset}/,
+# trained on that subset's prompts and evaluated on its questions; false: one pooled run per (policy, RM) in
+# results/ppo/{policy}/{rm}/ (every other trained-policy method is pooled).
+PPO_PER_SUBSET = bool(config["ppo"]["per_subset"])
+
+
+def method_runs(method):
+    """(policy, rm, subset) of each run of a trained-policy method; subset "" = a pooled run."""
+    subsets = SUBSETS if method == "ppo" and PPO_PER_SUBSET else [""]
+    return [(p, r, s) for p in POLICIES for r in ROW_DOWNSTREAM_RMS for s in subsets]
+
+
+# Replicates: bon.sample_sets sample sets per policy, ppo.seeds / grpo.seeds training seeds per
+# run. Replicate 0 keeps the single-replicate paths and `seed`; replicate r > 0 lives in a subfolder
+# (BoN set{r}/, trained seed{r}/) and draws its seed from stable_seed(seed, "<method>-<tag>", r).
+REPLICATE_KEY = {"bon": "sample_sets", "ppo": "seeds", "grpo": "seeds"}
+REPLICATE_TAG = {"bon": "bon-sample-set", "ppo": "ppo-seed", "grpo": "grpo-seed"}
+
+
+def replicates(method):
+    """0..n-1 for the method's replicate key (1 when the section or key is absent)."""
+    return list(range(int((config.get(method) or {}).get(REPLICATE_KEY[method], 1))))
+
+
+def replicate_seed(method, rep):
+    """The seed of replicate `rep`: `seed` itself for replicate 0 (single-replicate runs unchanged)."""
+    return _replicate_seed(SEED, REPLICATE_TAG[method], rep)
+
+
+def method_replicate_runs(method):
+    """(policy, rm, subset, replicate) of every training of a trained-policy method: each run x seed."""
+    return [(p, r, s, k) for p, r, s in method_runs(method) for k in replicates(method)]
+
+
+def run_dir(method, policy, rm, subset="", rep=0):
+    """The folder of one run: results/{method}/{policy}/{rm}[/{subset}][/seed{rep} for rep > 0]."""
+    return Path("results", method, policy, rm, subset, f"seed{rep}" if int(rep) else "").as_posix()  # "": no part
+
+
+def bon_dir(policy, rep=0):
+    """The folder of one BoN sample set: results/bon/{policy}[/set{rep} for rep > 0]."""
+    return Path("results", "bon", policy, f"set{rep}" if int(rep) else "").as_posix()
+
+
+def judged_files(wildcards):
+    """Input function: a trained-policy method's eval_judged.jsonl files, one per run and seed."""
+    return [f"{run_dir(wildcards.method, *run)}/eval_judged.jsonl" for run in method_replicate_runs(wildcards.method)]
+
+
+def training_runs(method):
+    """[policy, run label] of each run of a method: rm, or rm/subset (ppo.per_subset)."""
+    return [[p, f"{r}/{s}" if s else r] for p, r, s in method_runs(method)]
+
 
 # Each stage's .smk appends its final products here; `rule all` asks for them.
 ALL_TARGETS = []
@@ -45,6 +103,8 @@ wildcard_constraints:
     policy="|".join(POLICIES),
     baseline="|".join(BASELINES) if BASELINES else "__none__",
     method="|".join(DOWNSTREAM) if DOWNSTREAM else "__none__",
+    subset="|".join(SUBSETS),
+    rep="[1-9][0-9]*",  # replicate r > 0 (replicate 0 has no path part)
 
 
 def rm_entry(name):
@@ -117,8 +177,9 @@ def pick(section, keys):
 
 
 # Config keys that are resource hints (params_b) or read by one job only (judge.validity_bootstrap:
-# judge_validity), never part of the model entries other jobs receive as params.
-RESOURCE_KEYS = ("params_b", "validity_bootstrap")
+# judge_validity) or choose which jobs exist (reward_models.<rm>.downstream: DOWNSTREAM_RMS), never part
+# of the model entries other jobs receive as params.
+RESOURCE_KEYS = ("params_b", "validity_bootstrap", "downstream")
 
 
 def without_resource_keys(entry):
@@ -182,16 +243,33 @@ POLICY_TRUST = {p: bool(config["policies"][p]["trust_remote_code"]) for p in POL
 POLICY_B = {p: _params_b(config["policies"][p], 0.5) for p in POLICIES}
 # Billions of parameters of each RM a training job loads beside the policy (0: the kind has no model on a GPU).
 RM_B = {r: _params_b(rm_entry(r), 0.5) if kind_info(rm_entry(r)["kind"]).uses_gpu else 0.0 for r in RMS}
-# RM spec plus the runtime keys the benchmark scoring stage passes too (lengths, seed, no progress bars)
+
+
+def scoring_params(rm):
+    """The `scoring` keys a score_benchmark job reads: the lengths, and for pairwise RMs the judge's
+    benchmark rules (order_seed, pairwise_parse, pairwise_failure; prbench.rms.generative)."""
+    keys = ["max_length", "max_tokens_per_batch"]
+    if kind_info(rm_entry(rm)["kind"]).pairwise:
+        keys += ["order_seed", "pairwise_parse", "pairwise_failure"]
+    return pick(config["scoring"], keys)
+
+
+# RM spec plus the runtime keys the benchmark scoring stage passes too (lengths, seed, no progress bars),
+# as the downstream reward under the config section `reward` (prbench.rms.reward_spec: keys added only
+# where `reward` departs from the benchmark spec, so each RM's params carry what its jobs read).
+REWARD = config.get("reward") or {}
 DOWNSTREAM_RM_SPEC = canon(
     {
-        r: {
-            "max_length": config["scoring"]["max_length"],
-            "max_tokens_per_batch": config["scoring"]["max_tokens_per_batch"],
-            **rm_spec(r),
-            "seed": SEED,
-            "progress": False,
-        }
+        r: reward_spec(
+            {
+                "max_length": config["scoring"]["max_length"],
+                "max_tokens_per_batch": config["scoring"]["max_tokens_per_batch"],
+                **rm_spec(r),
+                "seed": SEED,
+                "progress": False,
+            },
+            REWARD,
+        )
         for r in RMS
     }
 )

@@ -3,11 +3,16 @@
 # untrained policy's answers and the cached judge (rules/judge.smk).
 #   results/ppo/{policy}/base_answers.jsonl         untrained policy, eval questions (shared by all RMs and methods)
 #   results/{method}/{policy}/{rm}/eval_judged.jsonl judged answers, win/tie/loss vs the base policy
+#   results/{method}/{policy}/{rm}[/{subset}]/seed{rep}/eval_judged.jsonl  training seed rep > 0
+#                                                   (ppo.seeds, grpo.seeds; rules eval_policy_seed, _subset_seed)
 #   results/downstream/{method}.csv                 the downstream contract's measure table (prbench.downstream)
 # Each method's own table (results/tables/{method}.csv) is a rule of its stage file.
 # The keys of config section ppo the evaluation reads, passed as params `ppo`: editing a ppo.eval_* key
 # reruns the evaluation, not a training.
-POLICY_EVAL = pick(config["ppo"], ["temperature", "eval_greedy", "eval_max_new_tokens", "eval_questions_per_subset"])
+POLICY_EVAL = pick(
+    config["ppo"],
+    ["temperature", "eval_greedy", "eval_top_p", "eval_max_new_tokens", "eval_questions_per_subset", "eval_posts"],
+)
 
 
 rule base_answers:
@@ -71,9 +76,70 @@ rule eval_policy:
         "../workflow_scripts/eval_policy.py"
 
 
+# ppo.per_subset: a per-subset PPO run answers its subset's evaluation questions only (params `subset`).
+use rule eval_policy as eval_policy_subset with:
+    input:
+        model="results/{method}/{policy}/{rm}/{subset}/model",
+        base="results/ppo/{policy}/base_answers.jsonl",
+        prompts="results/data/prompts/eval.jsonl",
+        judge_keys="results/data/judge_keys/personalized.jsonl",
+        calibration=JUDGE_INPUT,
+        judge_model=replica_input(JUDGE["model"]),
+    output:
+        "results/{method}/{policy}/{rm}/{subset}/eval_judged.jsonl",
+    log:
+        "logs/{method}/{policy}/{rm}/{subset}/eval.log",
+    benchmark:
+        "job_times/{method}/{policy}/{rm}/{subset}/eval.tsv"
+    wildcard_constraints:
+        method="ppo" if PPO_PER_SUBSET else "__none__",
+    params:
+        prompts=canon(PROMPTS),
+        trust_remote_code=lambda wc: POLICY_TRUST[wc.policy],
+        judge=JUDGE_CFG,
+        cache=JUDGE_CACHE,
+        ppo=POLICY_EVAL,
+        seed=SEED,
+        subset=lambda wc: wc.subset,
+
+
+# Training seed rep > 0 (ppo.seeds, grpo.seeds): the same evaluation (same questions, generation and judge
+# seed: only the training seed differs) of the policy in the run's seed{rep}/ subfolder.
+use rule eval_policy as eval_policy_seed with:
+    input:
+        model="results/{method}/{policy}/{rm}/seed{rep}/model",
+        base="results/ppo/{policy}/base_answers.jsonl",
+        prompts="results/data/prompts/eval.jsonl",
+        judge_keys="results/data/judge_keys/personalized.jsonl",
+        calibration=JUDGE_INPUT,
+        judge_model=replica_input(JUDGE["model"]),
+    output:
+        "results/{method}/{policy}/{rm}/seed{rep}/eval_judged.jsonl",
+    log:
+        "logs/{method}/{policy}/{rm}/seed{rep}/eval.log",
+    benchmark:
+        "job_times/{method}/{policy}/{rm}/seed{rep}/eval.tsv"
+
+
+use rule eval_policy_subset as eval_policy_subset_seed with:
+    input:
+        model="results/{method}/{policy}/{rm}/{subset}/seed{rep}/model",
+        base="results/ppo/{policy}/base_answers.jsonl",
+        prompts="results/data/prompts/eval.jsonl",
+        judge_keys="results/data/judge_keys/personalized.jsonl",
+        calibration=JUDGE_INPUT,
+        judge_model=replica_input(JUDGE["model"]),
+    output:
+        "results/{method}/{policy}/{rm}/{subset}/seed{rep}/eval_judged.jsonl",
+    log:
+        "logs/{method}/{policy}/{rm}/{subset}/seed{rep}/eval.log",
+    benchmark:
+        "job_times/{method}/{policy}/{rm}/{subset}/seed{rep}/eval.tsv"
+
+
 rule judged_measures:
     input:
-        judged=expand("results/{{method}}/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=ROW_RMS),
+        judged=judged_files,
     output:
         "results/downstream/{method}.csv",
     log:
@@ -89,6 +155,6 @@ rule judged_measures:
         mem_mb=2000,
         runtime=10,
     params:
-        runs=[[p, r] for p in POLICIES for r in ROW_RMS],
+        runs=lambda wc: [list(run) for run in method_replicate_runs(wc.method)],  # policy, rm, subset, replicate
     script:
         "../workflow_scripts/judged_measures.py"

@@ -2,6 +2,7 @@
 # through the same reward adapter and training prompts as PPO, evaluated like PPO (rules/evaluation.smk).
 #   results/grpo/{policy}/{rm}/model/              trained policy (HF folder)
 #   results/grpo/{policy}/{rm}/train_log.csv       reward / kl / entropy (+ trl stats) per GRPO step
+#   results/grpo/{policy}/{rm}/seed{rep}/          the same files for training seed rep > 0 (grpo.seeds)
 #   results/grpo/{policy}/{rm}/checkpoints/        newest resume checkpoint every grpo.save_steps steps (not a
 #                                                  declared output, so Snakemake keeps it when a job fails or
 #                                                  is killed; a rerun resumes from it; removed after success)
@@ -9,8 +10,14 @@
 #   results/downstream/grpo.csv                    rule judged_measures: the downstream contract's table
 #   results/tables/grpo.csv                        mean judge score + bootstrap CI, win/tie/loss rates
 # Registered as downstream method `grpo` (prbench.downstream): the analysis finds it from there.
+from prbench.downstream.grpo.memory import check_grpo_runs
+
 GRPO = config.get("grpo") or {}
 GRPO_ENABLED = "grpo" in DOWNSTREAM
+# Memory plan of every train_grpo job (one GPU, the RM beside the policy): a run that does not fit
+# resources.gpu_mem_gb stops the workflow here, naming the run and the keys (nothing planned in the demo).
+if GRPO_ENABLED:
+    check_grpo_runs(config, POLICIES, DOWNSTREAM_RMS)
 # The grpo keys train_grpo reads (prbench.downstream.grpo.train.TRAIN_KEYS); evaluation uses ppo.eval_* (same base answers).
 # save_steps is among them as ppo.save_steps is among train_ppo's (params hold what the job reads): editing it
 # reruns train_grpo; it is not part of the checkpoint fingerprint, so an interrupted run still resumes.
@@ -36,6 +43,7 @@ GRPO_TRAIN = pick(
         "per_device_batch_size",
         "gradient_checkpointing",
         "max_prompt_tokens",
+        "long_prompts",
         "save_steps",
     ],
 )
@@ -75,9 +83,34 @@ rule train_grpo:
         "../workflow_scripts/train_grpo.py"
 
 
+# grpo.seeds: training seed rep > 0, in results/grpo/{policy}/{rm}/seed{rep}/, trained with
+# stable_seed(seed, "grpo-seed", rep) (replicate_seed); seed 0 is the run above, with `seed`.
+use rule train_grpo as train_grpo_seed with:
+    output:
+        model=directory("results/grpo/{policy}/{rm}/seed{rep}/model"),
+        train_log="results/grpo/{policy}/{rm}/seed{rep}/train_log.csv",
+        summary="results/grpo/{policy}/{rm}/seed{rep}/train_summary.json",
+    log:
+        "logs/grpo/{policy}/{rm}/seed{rep}/train.log",
+    benchmark:
+        "job_times/grpo/{policy}/{rm}/seed{rep}/train.tsv"
+    params:
+        prompts=canon(PROMPTS),
+        policy_path=lambda wc: POLICY_PATH[wc.policy],
+        trust_remote_code=lambda wc: POLICY_TRUST[wc.policy],
+        rm_spec=lambda wc: DOWNSTREAM_RM_SPEC[wc.rm],
+        grpo=GRPO_TRAIN,
+        seed=lambda wc: replicate_seed("grpo", wc.rep),
+        out_dir=lambda wc: f"results/grpo/{wc.policy}/{wc.rm}/seed{wc.rep}",
+
+
+# (policy, rm, subset "", replicate) of every GRPO training (replicate: grpo.seeds)
+GRPO_RUNS = method_replicate_runs("grpo")
+
+
 rule grpo_table:
     input:
-        judged=expand("results/grpo/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=ROW_RMS),
+        judged=[f"{run_dir('grpo', *run)}/eval_judged.jsonl" for run in GRPO_RUNS],
     output:
         "results/tables/grpo.csv",
     log:
@@ -91,7 +124,7 @@ rule grpo_table:
         mem_mb=2000,
         runtime=10,
     params:
-        runs=[[p, r] for p in POLICIES for r in ROW_RMS],
+        runs=[list(run) for run in GRPO_RUNS],  # policy, rm, subset, replicate
         bootstrap=GRPO.get("bootstrap", 1000),
         seed=SEED,
     script:
@@ -100,4 +133,4 @@ rule grpo_table:
 
 if GRPO_ENABLED:
     ALL_TARGETS.append("results/tables/grpo.csv")
-    ALL_TARGETS.extend(expand("results/grpo/{policy}/{rm}/train_log.csv", policy=POLICIES, rm=ROW_RMS))
+    ALL_TARGETS.extend(f"{run_dir('grpo', *run)}/train_log.csv" for run in GRPO_RUNS)

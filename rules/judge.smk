@@ -27,8 +27,19 @@ JUDGE_CALIBRATION_FILES = (
 )
 # what a judging job's input adds to its own: the calibration the minilm judge loads
 JUDGE_INPUT = [JUDGE_CALIBRATION] if JUDGE_MINILM else []
-# what loading the judge reads (params_b is a resource hint: resources only)
-JUDGE_CFG = without_resource_keys(dict(JUDGE, **({"calibration": JUDGE_CALIBRATION} if JUDGE_MINILM else {})))
+# what loading the judge reads (params_b is a resource hint: resources only). The minilm judge reads
+# its model and batch size only: the LLM judges' settings (max_new_tokens, retries, system_turn,
+# aspect_format, aggregate, failure) never reach its jobs; the vLLM engine keys
+# (prbench.models.vllm_engine_kwargs) reach the judging jobs under backend vllm only.
+JUDGE_MINILM_KEYS = ["backend", "model", "batch_size"]
+JUDGE_VLLM_KEYS = ("tensor_parallel_size", "max_model_len", "gpu_memory_utilization")
+JUDGE_CFG = (
+    canon(dict(pick(JUDGE, JUDGE_MINILM_KEYS), calibration=JUDGE_CALIBRATION))
+    if JUDGE_MINILM
+    else without_resource_keys(
+        {k: v for k, v in JUDGE.items() if JUDGE["backend"] == "vllm" or k not in JUDGE_VLLM_KEYS}
+    )
+)
 JUDGE_B = _params_b(JUDGE, 1.0)
 
 
@@ -51,7 +62,7 @@ if JUDGE_MINILM:
             runtime=30,
         params:
             prompts=canon(PROMPTS),
-            judge=without_resource_keys(JUDGE),
+            judge=pick(JUDGE, JUDGE_MINILM_KEYS),
             seed=SEED,
             max_pairs=600,
         script:

@@ -4,7 +4,6 @@
 # built), so it reruns alone; the tables never carry them and stay byte-identical across commits.
 from prbench import manifest as MF  # noqa: E402
 
-
 MANIFEST_BUILT = {
     **{f"reward_models.{r}": rm_model_dir(r) for r in ROW_RMS if rm_model_dir(r)},
     **{f"policies.{p}": policy_model_dir(p) for p in POLICIES if policy_model_dir(p)},

@@ -31,7 +31,9 @@ rule train_demo_rm:
         runtime=30,
         gpu=0 if DEMO else 1,
     params:
-        spec=lambda wildcards: rm_spec(wildcards.rm),
+        # the entry's keys prbench.training.rm.train_demo_rm reads: an edit of a scoring-only key
+        # (both_orders, prefix_cache, ...) rescores, it does not retrain
+        spec=lambda wildcards: pick(rm_spec(wildcards.rm), ["name", "kind", "train", "use_profile", "top_k"]),
         train=canon(RM_TRAIN_CFG),
         seed=SEED,
     script:

@@ -1,12 +1,15 @@
-# PPO downstream: one trl PPO run per (policy, RM), judged against the base policy.
+# PPO downstream: one trl PPO run per (policy, RM), judged against the base policy; with ppo.per_subset
+# (the authors') one run per (policy, RM, subset), the same files under results/ppo/{policy}/{rm}/{subset}/
+# (rule train_ppo_subset), each trained on its subset's prompts and evaluated on its questions.
 #   results/ppo/{policy}/{rm}/model/               trained policy (HF folder)
 #   results/ppo/{policy}/{rm}/train_log.csv        reward / KL / entropy (+ trl stats) per PPO step
+#   results/ppo/{policy}/{rm}[/{subset}]/seed{rep}/  the same files for training seed rep > 0 (ppo.seeds)
 #   results/ppo/{policy}/{rm}/checkpoints/         rotating resume checkpoint (not a declared output,
 #                                                  so Snakemake keeps it when a job fails or is killed)
 #   results/tables/ppo.csv                         mean judge score + bootstrap CI, win/tie/loss rates
 # The evaluation (base answers, judged answers, the downstream contract's measure table) is shared
 # with GRPO: rules/evaluation.smk.
-from prbench.downstream.ppo.memory import gpus_per_run
+from prbench.downstream.ppo.memory import generation_chunk_per_run, gpus_per_run
 
 PPO = config["ppo"]  # validated: the schema filled its defaults
 PPO_ENABLED = PPO["enabled"]
@@ -24,19 +27,29 @@ PPO_TRAIN = pick(
         "response_length",
         "temperature",
         "kl_coef",
+        "reward_scale",
         "nan_reward",
         "save_steps",
         "per_device_batch_size",
         "local_rollout_forward_batch_size",
+        "rollout_generation_batch_size",
         "gradient_checkpointing",
         "max_prompt_tokens",
+        "long_prompts",
         "gpus",
+        "gae_lambda",
+        "cliprange_value",
+        "lr_scheduler",
+        "weight_decay",
     ],
 )
 # GPUs of each train_ppo job from the memory plan: ppo.gpus, else the smallest count that fits
 # resources.gpu_mem_gb; 0 in the demo (CPU). A plan that does not fit stops here, naming the run and
-# the keys; with ppo disabled there is no train_ppo job and nothing is planned.
-PPO_GPUS = gpus_per_run(config, POLICIES, RMS) if PPO_ENABLED else {}
+# the keys; with ppo disabled there is no train_ppo job and nothing is planned. A per-subset run
+# (train_ppo_subset, ppo.per_subset) gets its (policy, RM)'s plan: the same batch, prompt and response limits.
+PPO_GPUS = gpus_per_run(config, POLICIES, DOWNSTREAM_RMS) if PPO_ENABLED else {}
+# rows per rollout generate call: ppo.rollout_generation_batch_size, or the plan's largest that fits (None: demo)
+PPO_GEN_CHUNK = generation_chunk_per_run(config, POLICIES, DOWNSTREAM_RMS) if PPO_ENABLED else {}
 
 
 rule train_ppo:
@@ -68,15 +81,83 @@ rule train_ppo:
         trust_remote_code=lambda wc: POLICY_TRUST[wc.policy],
         rm_spec=lambda wc: DOWNSTREAM_RM_SPEC[wc.rm],
         ppo=PPO_TRAIN,
+        generation_chunk=lambda wc: PPO_GEN_CHUNK[(wc.policy, wc.rm)],
         seed=SEED,
         out_dir=lambda wc: f"results/ppo/{wc.policy}/{wc.rm}",
     script:
         "../workflow_scripts/train_ppo.py"
 
 
+# ppo.per_subset: the same job on one subset's training prompts (params `subset`), one folder deeper.
+use rule train_ppo as train_ppo_subset with:
+    output:
+        model=directory("results/ppo/{policy}/{rm}/{subset}/model"),
+        train_log="results/ppo/{policy}/{rm}/{subset}/train_log.csv",
+        summary="results/ppo/{policy}/{rm}/{subset}/train_summary.json",
+    log:
+        "logs/ppo/{policy}/{rm}/{subset}/train.log",
+    benchmark:
+        "job_times/ppo/{policy}/{rm}/{subset}/train.tsv"
+    params:
+        prompts=canon(PROMPTS),
+        policy_path=lambda wc: POLICY_PATH[wc.policy],
+        trust_remote_code=lambda wc: POLICY_TRUST[wc.policy],
+        rm_spec=lambda wc: DOWNSTREAM_RM_SPEC[wc.rm],
+        ppo=PPO_TRAIN,
+        seed=SEED,
+        out_dir=lambda wc: f"results/ppo/{wc.policy}/{wc.rm}/{wc.subset}",
+        subset=lambda wc: wc.subset,
+
+
+# ppo.seeds: training seed rep > 0 of a run, in its seed{rep}/ subfolder, trained with
+# stable_seed(seed, "ppo-seed", rep) (replicate_seed); seed 0 is the run above, with `seed`.
+use rule train_ppo as train_ppo_seed with:
+    output:
+        model=directory("results/ppo/{policy}/{rm}/seed{rep}/model"),
+        train_log="results/ppo/{policy}/{rm}/seed{rep}/train_log.csv",
+        summary="results/ppo/{policy}/{rm}/seed{rep}/train_summary.json",
+    log:
+        "logs/ppo/{policy}/{rm}/seed{rep}/train.log",
+    benchmark:
+        "job_times/ppo/{policy}/{rm}/seed{rep}/train.tsv"
+    params:
+        prompts=canon(PROMPTS),
+        policy_path=lambda wc: POLICY_PATH[wc.policy],
+        trust_remote_code=lambda wc: POLICY_TRUST[wc.policy],
+        rm_spec=lambda wc: DOWNSTREAM_RM_SPEC[wc.rm],
+        ppo=PPO_TRAIN,
+        generation_chunk=lambda wc: PPO_GEN_CHUNK[(wc.policy, wc.rm)],
+        seed=lambda wc: replicate_seed("ppo", wc.rep),
+        out_dir=lambda wc: f"results/ppo/{wc.policy}/{wc.rm}/seed{wc.rep}",
+
+
+use rule train_ppo_subset as train_ppo_subset_seed with:
+    output:
+        model=directory("results/ppo/{policy}/{rm}/{subset}/seed{rep}/model"),
+        train_log="results/ppo/{policy}/{rm}/{subset}/seed{rep}/train_log.csv",
+        summary="results/ppo/{policy}/{rm}/{subset}/seed{rep}/train_summary.json",
+    log:
+        "logs/ppo/{policy}/{rm}/{subset}/seed{rep}/train.log",
+    benchmark:
+        "job_times/ppo/{policy}/{rm}/{subset}/seed{rep}/train.tsv"
+    params:
+        prompts=canon(PROMPTS),
+        policy_path=lambda wc: POLICY_PATH[wc.policy],
+        trust_remote_code=lambda wc: POLICY_TRUST[wc.policy],
+        rm_spec=lambda wc: DOWNSTREAM_RM_SPEC[wc.rm],
+        ppo=PPO_TRAIN,
+        seed=lambda wc: replicate_seed("ppo", wc.rep),
+        out_dir=lambda wc: f"results/ppo/{wc.policy}/{wc.rm}/{wc.subset}/seed{wc.rep}",
+        subset=lambda wc: wc.subset,
+
+
+# (policy, rm, subset, replicate) of every PPO training ("" = pooled; replicate: ppo.seeds) and its folder
+PPO_RUNS = method_replicate_runs("ppo")
+
+
 rule ppo_table:
     input:
-        judged=expand("results/ppo/{policy}/{rm}/eval_judged.jsonl", policy=POLICIES, rm=ROW_RMS),
+        judged=[f"{run_dir('ppo', *run)}/eval_judged.jsonl" for run in PPO_RUNS],
     output:
         "results/tables/ppo.csv",
     log:
@@ -90,7 +171,7 @@ rule ppo_table:
         mem_mb=2000,
         runtime=10,
     params:
-        runs=[[p, r] for p in POLICIES for r in ROW_RMS],
+        runs=[list(run) for run in PPO_RUNS],  # policy, rm, subset, replicate
         bootstrap=PPO["bootstrap"],
         seed=SEED,
     script:
@@ -99,4 +180,4 @@ rule ppo_table:
 
 if PPO_ENABLED:
     ALL_TARGETS.append("results/tables/ppo.csv")
-    ALL_TARGETS.extend(expand("results/ppo/{policy}/{rm}/train_log.csv", policy=POLICIES, rm=ROW_RMS))
+    ALL_TARGETS.extend(f"{run_dir('ppo', *run)}/train_log.csv" for run in PPO_RUNS)

@@ -24,7 +24,7 @@ rule score_benchmark:
     params:
         prompts=canon(PROMPTS),
         spec=lambda wildcards: rm_spec(wildcards.rm),
-        scoring=pick(config["scoring"], ["max_length", "max_tokens_per_batch"]),
+        scoring=lambda wildcards: scoring_params(wildcards.rm),
         seed=SEED,
         bench_kind=lambda wildcards: config["data"].get("baselines", {}).get(wildcards.bench, {}).get("kind"),
     script:
@@ -56,3 +56,40 @@ rule accuracy_table:
 
 
 ALL_TARGETS.append("results/tables/benchmark_accuracy.csv")
+
+
+# The authors' two extra reports beside the accuracy table (prbench.scoring.benchmark.benchmark_reports):
+# accuracy by answer position for pairwise RMs, the chosen-minus-rejected score margin for pointwise ones.
+rule benchmark_reports:
+    input:
+        acc=expand("results/scores/{rm}/{bench}.accuracy.json", rm=ROW_RMS, bench=BENCHMARKS),
+        pairs=expand("results/scores/{rm}/{bench}.pairs.jsonl", rm=ROW_RMS, bench=BENCHMARKS),
+    output:
+        position=report(
+            "results/tables/benchmark_position.csv",
+            caption="../report/benchmark_position.rst",
+            category="Tables",
+        ),
+        margin=report(
+            "results/tables/benchmark_margin.csv",
+            caption="../report/benchmark_margin.rst",
+            category="Tables",
+        ),
+    log:
+        "logs/scoring/benchmark_reports.log",
+    benchmark:
+        "job_times/scoring/benchmark_reports.tsv"
+    conda:
+        "../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        bootstrap=config["scoring"]["bootstrap"],
+        seed=SEED,
+    script:
+        "../workflow_scripts/benchmark_reports.py"
+
+
+ALL_TARGETS.extend(["results/tables/benchmark_position.csv", "results/tables/benchmark_margin.csv"])

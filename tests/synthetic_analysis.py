@@ -48,18 +48,21 @@ def write_world(
     general_pairs: int = 80,
     ppo: bool = True,
     seed: int = 0,
+    gen_skill=None,
 ) -> dict:
     """Write a small consistent world under root/results; returns the file lists and the latent skills.
 
     Each RM has a latent personalization skill (drives personalized accuracy and downstream gains)
     and a general skill (drives the general baseline only), so the personalized benchmark should
-    correlate with downstream quality and the general one much less.
+    correlate with downstream quality and the general one much less. gen_skill: the general skills
+    (default: uniform random in [0.5, 0.9]).
     """
     root = Path(root)
     rng = np.random.default_rng(seed)
     n = len(rms)
     pers_skill = np.linspace(0.9, 0.5, n)
-    gen_skill = rng.uniform(0.5, 0.9, n)
+    drawn = rng.uniform(0.5, 0.9, n)  # drawn even when gen_skill is given, so the rest of the world is the same
+    gen_skill = drawn if gen_skill is None else np.asarray(gen_skill, dtype=float)
     res = root / "results"
     pair_files, bon_files, ppo_files, train_logs = [], [], [], []
     acc_rows, bon_rows, ppo_rows = [], [], []

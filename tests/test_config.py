@@ -125,6 +125,17 @@ def test_kind_capabilities_are_checked_naming_the_key(change, key):
         check_config(cfg)
 
 
+def test_policy_without_a_model_source_is_refused_naming_the_key():
+    """train: false and no path passes the schema's oneOf; check_config names the key (the rules
+    would otherwise stop on a bare KeyError)."""
+    from prbench.validation import check_config
+
+    cfg = _load("configs/demo.yaml")
+    cfg["policies"]["demo_policy"]["train"] = False
+    with pytest.raises(ConfigError, match=r"policies\.demo_policy: a policy needs a path unless train is true"):
+        check_config(cfg)
+
+
 def test_rm_kind_registry_capabilities():
     from prbench.rms import KINDS, kind_info
 

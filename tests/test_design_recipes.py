@@ -63,8 +63,8 @@ def test_registries_hold_what_the_recipes_say():
     for kind in baselines.KINDS:  # "<module>:<attr>" under prbench
         assert callable(baselines.loader(kind)) and callable(baselines.official_components(kind))
     assert TABLE_PATTERN == "results/downstream/{method}.csv"
-    assert MEASURE_COLUMNS == ["policy", "rm", "method", "estimator", "measure", "k", "question_id", "subset",
-                               "value"]
+    assert MEASURE_COLUMNS == ["policy", "rm", "method", "estimator", "measure", "k", "replicate", "question_id",
+                               "subset", "value"]
     assert {"bon", "ppo", "grpo"} <= set(REGISTRY) and REGISTRY["grpo"].trained_policy
     assert {"spearman", "kendall_tau_b", "weighted_tau", "ndcg", "rbo"} == set(COEFFICIENTS)
     schema = (REPO / "schemas" / "config.schema.yaml").read_text()

@@ -118,3 +118,30 @@ def test_no_test_question_reaches_ppo_training(tmp_path):
     train_rule = train_rule[:train_rule.index("\nrule ") if "\nrule " in train_rule else None]
     assert re.search(r'prompts="results/data/prompts/train.jsonl"', train_rule)
     assert "prompts/eval.jsonl" not in train_rule
+
+
+def test_bon_headline_estimator_is_the_figure_signal():
+    """bon.headline_estimator picks BoN's headline signal (at the largest k); default `expected`;
+    an unknown name is a clear error naming the key; the registry passes it to the analysis."""
+    import pytest as _pytest
+
+    from prbench.downstream import figure_signals
+    from prbench.downstream.bon import figure_signal
+
+    assert figure_signal({"bon": {"ks": [1, 4, 2]}}) == {"estimator": "expected", "k": 4}
+    cfg = {"bon": {"ks": [1, 8], "headline_estimator": "first_k"}}
+    assert figure_signal(cfg) == {"estimator": "first_k", "k": 8}
+    assert figure_signals(cfg, ["bon"])["bon"] == {"estimator": "first_k", "k": 8}
+    with _pytest.raises(ValueError, match="bon.headline_estimator"):
+        figure_signal({"bon": {"ks": [1], "headline_estimator": "mean"}})
+
+
+def test_config_yaml_headline_estimator_is_the_authors_rule():
+    import yaml
+
+    from prbench.config import validate_schema
+
+    cfg = validate_schema(yaml.safe_load(open("config.yaml")))
+    assert cfg["bon"]["headline_estimator"] == "first_k"
+    demo = validate_schema(yaml.safe_load(open("configs/demo.yaml")))
+    assert demo["bon"]["headline_estimator"] == "expected"  # the schema default

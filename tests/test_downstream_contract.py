@@ -96,7 +96,8 @@ def test_measure_table_round_trips_exactly(tmp_path):
 def test_bad_measure_tables_name_file_and_column(tmp_path):
     p = tmp_path / "bad.csv"
     pd.DataFrame({"policy": ["p"], "rm": ["r"], "method": ["m"], "estimator": [""], "measure": ["judge_score"],
-                  "k": [""], "question_id": ["q"], "subset": ["S"], "value": ["oops"]}).to_csv(p, index=False)
+                  "k": [""], "replicate": [0], "question_id": ["q"], "subset": ["S"],
+                  "value": ["oops"]}).to_csv(p, index=False)
     with pytest.raises(ValueError, match=r"bad\.csv: columns 'value' / 'k' must be numeric"):
         downstream.read_measures(p)
     with pytest.raises(ValueError, match=r"bad\.csv: column 'method' holds \['m'\], expected only 'other'"):

@@ -12,7 +12,7 @@ SRC = REPO / "src"
 SHARED = {"prbench", "prbench.config", "prbench.io", "prbench.log", "prbench.seeding", "prbench.stats",
           "prbench.batching", "prbench.encoders", "prbench.generation", "prbench.models", "prbench.prompts",
           "prbench.registry", "prbench.job", "prbench.partial", "prbench.manifest",
-          "prbench.prefetch"}
+          "prbench.prefetch", "prbench.protocol"}
 # What each stage package may import besides itself and SHARED: the DAG's order.
 ALLOWED = {
     "prbench.data": (),
@@ -23,7 +23,8 @@ ALLOWED = {
     "prbench.training": ("prbench.rms",),
     "prbench.downstream": ("prbench.data", "prbench.rms", "prbench.judge"),
     # the analysis reads the downstream contract (the package itself), never a method's code
-    "prbench.analysis": ("prbench.data.baselines", "prbench.scoring.official", "=prbench.downstream"),
+    "prbench.analysis": ("prbench.data.baselines", "prbench.scoring.official", "prbench.scoring.leaderboard",
+                         "=prbench.downstream"),
     "prbench.validation": ("prbench.data.baselines", "prbench.data.demo_world", "prbench.rms"),
 }
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from prbench import judge as J
+from prbench import prompts
 from prbench.io import read_json, write_jsonl
 
 
@@ -140,15 +141,19 @@ def test_load_judge_fills_schema_defaults_and_keeps_raw_dict_settings(monkeypatc
     monkeypatch.setattr(loader, "MiniLMJudge", spy("minilm"))
     J.load_judge({"backend": "transformers", "model": "m"}, 3)
     assert seen["transformers"] == ("m", {"batch_size": 16, "device": "auto", "max_new_tokens": 256, "retries": 1,
-                                          "seed": 3, "trust_remote_code": False, "dtype": "auto"})
+                                          "seed": 3, "trust_remote_code": False, "dtype": "auto",
+                                          "system_turn": False, "aspect_format": "numbered",
+                                          "aggregate": "per_aspect", "failure": "exclude"})
     J.load_judge({"backend": "minilm", "model": "e", "calibration": {"t1": 0.1, "t2": 0.2}}, 0)
     assert seen["minilm"] == ("e", {"calibration": {"t1": 0.1, "t2": 0.2}, "batch_size": 64})
     full = {"backend": "transformers", "model": "m", "max_new_tokens": 8, "batch_size": 2, "retries": 0,
-            "device": "cpu", "dtype": "float32", "trust_remote_code": True}
+            "device": "cpu", "dtype": "float32", "trust_remote_code": True, "system_turn": True,
+            "aspect_format": "joined", "aggregate": "mean_found", "failure": "zero"}
     seen.clear()
     J.load_judge(full, 0)
     assert seen["transformers"][1] == {"batch_size": 2, "device": "cpu", "max_new_tokens": 8, "retries": 0, "seed": 0,
-                                       "trust_remote_code": True, "dtype": "float32"}
+                                       "trust_remote_code": True, "dtype": "float32", "system_turn": True,
+                                       "aspect_format": "joined", "aggregate": "mean_found", "failure": "zero"}
 
 
 @pytest.fixture(scope="module")
@@ -233,3 +238,28 @@ def tiny_chat_lm():
     from bon_helpers import make_tiny_chat_lm
 
     return make_tiny_chat_lm()
+
+
+def test_transformers_judge_reads_system_turn_and_max_new_tokens(tiny_chat_lm):
+    model, tok = tiny_chat_lm
+    seen = []
+    generate = model.generate
+
+    def spy(**kw):
+        seen.append(kw["generation_config"].max_new_tokens)
+        return generate(**kw)
+
+    model.generate = spy
+    try:
+        judge = J.TransformersJudge("tiny", max_new_tokens=3, batch_size=2, retries=0, seed=0, model=model,
+                                    tokenizer=tok, device="cpu", system_turn=True, aspect_format="joined",
+                                    aggregate="mean_found", failure="zero")
+        item = J.JudgeItem("Any film tips?", "Watch a comedy.", ["likes comedy", "short films"])
+        assert prompts.active_templates().get("rubric_system") in judge._prompt(item)
+        assert "likes comedy, short films" in judge._prompt(item)
+        res = judge.judge([item])
+    finally:
+        model.generate = generate
+    assert seen == [3]  # judge.max_new_tokens, one greedy attempt (retries 0)
+    assert res[0].failed == (res[0].ratings == []) and (not res[0].failed or res[0].score == 0.0)
+    assert ":sys" in judge.judge_id and ":fail=zero" in judge.judge_id and ":3:0:0:" in judge.judge_id

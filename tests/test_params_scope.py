@@ -89,10 +89,12 @@ def _edit(section, key, value):
     ("grpo_bootstrap", _edit("grpo", "bootstrap", 77), {"grpo_table"}),
     # bon_table writes the curves with their bootstrap CIs, which the analysis reads
     ("bon_bootstrap", _edit("bon", "bootstrap", 77),
-     {"bon_table", "bon_measures", "correlations", "fig_bon_curves", "fig_scatter", "fig_correlations"}),
-    ("scoring_bootstrap", _edit("scoring", "bootstrap", 77), {"accuracy_table", "fig_accuracy"}),
+     {"bon_table", "bon_measures", "correlations", "fig_bon_curves", "fig_scatter", "fig_correlations",
+      "leaderboard"}),
+    ("scoring_bootstrap", _edit("scoring", "bootstrap", 77),
+     {"accuracy_table", "fig_accuracy", "benchmark_reports", "leaderboard"}),
     ("correlation_bootstrap", _edit("correlation", "bootstrap", 77),
-     {"correlations", "fig_correlations", "fig_scatter"}),
+     {"correlations", "fig_correlations", "fig_scatter", "leaderboard"}),
     ("judge_validity_bootstrap", _edit("judge", "validity_bootstrap", 77), {"judge_validity"}),
     ("judge_params_b", _edit("judge", "params_b", 123.0), set()),
 ])
@@ -106,9 +108,9 @@ def test_edit_reruns_only_readers(scratch, tmp_path, name, cfg, expected):
 
 
 # The seconds-long table and figure jobs (Snakefile `localrules`).
-TABLE_AND_ANALYSIS = {"accuracy_table", "bon_table", "ppo_table", "grpo_table", "correlations", "fig_accuracy",
-                      "fig_bon_curves", "fig_scatter", "fig_correlations", "fig_training",
-                      "bon_measures", "judged_measures"}
+TABLE_AND_ANALYSIS = {"accuracy_table", "benchmark_reports", "bon_table", "ppo_table", "grpo_table", "correlations",
+                      "fig_accuracy", "fig_bon_curves", "fig_scatter", "fig_correlations", "fig_training",
+                      "bon_measures", "judged_measures", "leaderboard"}
 
 
 def test_key_order_reruns_nothing(scratch, tmp_path):
@@ -117,6 +119,24 @@ def test_key_order_reruns_nothing(scratch, tmp_path):
         cfg[section] = {k: _reverse_keys(DEMO[section][k]) for k in DEMO[section]}
     assert list(cfg) != list(DEMO)
     assert _dry_run(scratch, cfg, tmp_path, "reordered") == set()
+
+
+def test_replicate_keys_add_jobs_and_reach_only_the_tables(scratch, tmp_path):
+    """bon.sample_sets, ppo.seeds, grpo.seeds = 2: the extra replicate's jobs (under set1/ and seed1/)
+    plus the jobs that read every replicate (the tables and measures, their analysis); replicate 0's
+    sampling, training and evaluation (same paths, same seed) rerun nothing."""
+    cfg = copy.deepcopy(DEMO)
+    cfg["bon"]["sample_sets"] = 2
+    cfg["ppo"]["seeds"] = 2
+    cfg["grpo"]["seeds"] = 2
+    jobs = _dry_run(scratch, cfg, tmp_path, "replicates")
+    extra = {"sample_bon_set", "merge_samples_set", "judge_bon_set", "score_bon_set", "train_ppo_seed",
+             "train_grpo_seed", "eval_policy_seed"}
+    assert extra <= jobs
+    assert {"bon_table", "bon_measures", "judged_measures", "ppo_table", "grpo_table", "correlations"} <= jobs
+    assert jobs - extra <= TABLE_AND_ANALYSIS
+    assert not jobs & {"sample_bon", "judge_bon", "score_bon", "train_ppo", "train_grpo", "eval_policy",
+                       "base_answers", "fig_training"}
 
 
 def test_a_read_setting_still_reruns(scratch, tmp_path):
@@ -131,3 +151,61 @@ def test_a_grpo_setting_reruns_only_grpo(scratch, tmp_path):
     jobs = _dry_run(scratch, _edit("grpo", "lr", 0.123), tmp_path, "grpo_lr")
     assert {"train_grpo", "eval_policy", "judged_measures", "grpo_table", "correlations", "fig_training"} <= jobs
     assert not jobs & {"train_ppo", "ppo_table", "base_answers", "bon_table", "score_bon"}
+
+
+def test_ppo_reward_scale_reaches_train_ppo(scratch, tmp_path):
+    """ppo.reward_scale is read by train_ppo (the reward it trains on), not by the evaluation."""
+    jobs = _dry_run(scratch, _edit("ppo", "reward_scale", 0.1), tmp_path, "ppo_reward_scale")
+    assert {"train_ppo", "eval_policy", "ppo_table"} <= jobs
+    assert not jobs & {"base_answers", "train_grpo", "grpo_table"}
+
+
+def test_ppo_eval_top_p_reaches_the_evaluation(scratch, tmp_path):
+    """ppo.eval_top_p is read by the evaluation's answer generation (base and trained policies),
+    never by a training job."""
+    jobs = _dry_run(scratch, _edit("ppo", "eval_top_p", 0.9), tmp_path, "ppo_eval_top_p")
+    assert {"base_answers", "eval_policy", "ppo_table", "grpo_table"} <= jobs
+    assert not jobs & {"train_ppo", "train_grpo"}
+
+
+# The RM-side protocol keys (config `scoring` pairwise rules, section `reward`) reach exactly the jobs
+# of the RMs they apply to: demo RMs are classifiers, one length RM and one generative_pairwise judge.
+DEMO_KINDS = {rm: e["kind"] for rm, e in DEMO["reward_models"].items()}
+CLASSIFIERS = {rm for rm, k in DEMO_KINDS.items() if k == "classifier"}
+GENERATIVE = {rm for rm, k in DEMO_KINDS.items() if k.startswith("generative")}
+
+
+def _rm_jobs(wd: Path, cfg: dict, tmp_path: Path, name: str) -> dict[str, set[str]]:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    run = dry_run("--rerun-triggers", "params", workdir=wd, configfile=path, timeout=240)
+    out: dict[str, set[str]] = {}
+    for job in run.jobs:
+        if "rm" in job.wildcards:
+            out.setdefault(job.rule, set()).add(job.wildcards["rm"])
+    return out
+
+
+def test_pairwise_scoring_keys_reach_only_the_pairwise_judges_benchmark_jobs(scratch, tmp_path):
+    assert GENERATIVE and CLASSIFIERS
+    cfg = copy.deepcopy(DEMO)
+    cfg["scoring"].update(order_seed=42, pairwise_parse="first_result", pairwise_failure="predict_a")
+    jobs = _rm_jobs(scratch, cfg, tmp_path, "pairwise_rules")
+    assert jobs == {"score_benchmark": GENERATIVE}
+
+
+@pytest.mark.parametrize("reward,rerun", [
+    ({"profile": "always"}, CLASSIFIERS),
+    ({"generative": "pointwise"}, GENERATIVE),
+    ({"generative_max_new_tokens": 7, "generative_failure_score": 0.25}, set()),  # read only under pointwise
+], ids=["profile_always", "generative_pointwise", "pointwise_settings_under_round_robin"])
+def test_reward_keys_reach_the_downstream_jobs_of_their_rms(scratch, tmp_path, reward, rerun):
+    cfg = copy.deepcopy(DEMO)
+    cfg["reward"] = reward
+    jobs = _rm_jobs(scratch, cfg, tmp_path, "reward")
+    if not rerun:
+        assert jobs == {}
+        return
+    assert "score_benchmark" not in jobs  # the benchmark input is the RM's own
+    for rule in ("score_bon", "train_ppo", "train_grpo"):
+        assert jobs.get(rule) == rerun, (rule, jobs)

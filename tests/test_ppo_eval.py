@@ -85,7 +85,8 @@ def test_table_rates_ci_and_failures(tmp_path):
     write_jsonl(tmp_path / "b.jsonl", rows[:4])
     df = policy_table_rows({("pol", "rm_a"): tmp_path / "a.jsonl", ("pol", "rm_b"): tmp_path / "b.jsonl"}, 200, 0)
     assert list(df.columns) == TABLE_COLUMNS
-    a = df.set_index("rm").loc["rm_a"]
+    assert list(df["subset"]) == ["all", "A", "all", "A"]  # one subset: its row repeats the overall one
+    a = df[df["subset"] == "all"].set_index("rm").loc["rm_a"]
     assert a["n_questions"] == 6 and a["judge_failures"] == 2
     assert a["mean"] == pytest.approx(np.mean([2.0, 1.0, 0.5, 1.5, 1.0]))
     assert a["base_mean"] == pytest.approx(np.mean([1.0, 1.0, 1.5, 0.5, 1.0]))
@@ -94,7 +95,7 @@ def test_table_rates_ci_and_failures(tmp_path):
     assert a["ci_low"] <= a["mean"] <= a["ci_high"]
     again = policy_table_rows({("pol", "rm_a"): tmp_path / "a.jsonl", ("pol", "rm_b"): tmp_path / "b.jsonl"}, 200, 0)
     pd.testing.assert_frame_equal(df, again)  # seeded bootstrap
-    assert df.set_index("rm").loc["rm_b", "judge_failures"] == 0
+    assert df[df["subset"] == "all"].set_index("rm").loc["rm_b", "judge_failures"] == 0
 
 
 class _AnswerJudge:

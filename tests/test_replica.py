@@ -110,9 +110,19 @@ def test_replica_judge_loads_through_transformers_backend(tmp_path):
     assert len(res) == 2
     for r in res:
         if np.isnan(r.score):
-            assert r.failures == 2 and r.ratings == [None] * len(r.ratings)
+            assert r.failures == 2 and r.ratings == [None] * len(r.ratings) and r.failed
         else:
             assert 0 <= r.score <= 2
+    # the authors' judge protocol (config.yaml's judge keys) on the same replica: a system turn in
+    # its chat template, joined aspects, the mean of the numbers found, a failure scored 0.0 but flagged
+    paper = yaml.safe_load((REPO / "config.yaml").read_text())["judge"]
+    keys = ("max_new_tokens", "retries", "system_turn", "aspect_format", "aggregate", "failure")
+    authors = load_judge({"backend": "transformers", "model": str(path), "batch_size": 4, "device": "cpu",
+                          **{k: paper[k] for k in keys}}, seed=0)
+    item = JudgeItem("Best soup?", "Tomato soup with bread.", ("Uses the profile", "Short"))
+    assert "<|im_start|>system" in authors._prompt(item) and "Uses the profile, Short" in authors._prompt(item)
+    (r,) = authors.judge([item])
+    assert r.failures <= 1 and (r.score == 0.0 and r.ratings == [] if r.failed else r.ratings)
 
 
 def test_replica_data_in_hub_schemas(tmp_path):
@@ -171,9 +181,16 @@ def test_replica_config_mirrors_paper_config():
     assert judge_replica and judge_replica[0]["builder"] == "qwen2_chat"
     assert rep["prompts"] == paper["prompts"]
     assert set(rep["data"]["personalized"]["downstream"]) == set(paper["data"]["personalized"]["downstream"])
-    for key in ("kl_coef", "reward_scale", "eval_greedy", "eval_top_p"):
+    for key in ("kl_coef", "reward_scale", "eval_greedy", "eval_top_p", "gae_lambda", "cliprange_value", "lr_scheduler",
+                "weight_decay"):
         assert rep["ppo"][key] == paper["ppo"][key], key
     assert rep["bon"]["top_p"] == paper["bon"]["top_p"]
+    # the authors' RM-side protocol: downstream reward input, pairwise benchmark rules
+    assert rep["reward"] == paper["reward"]
+    for key in ("order_seed", "pairwise_parse", "pairwise_failure"):
+        assert rep["scoring"][key] == paper["scoring"][key], key
+    assert {n: e.get("both_orders") for n, e in rep["reward_models"].items()} == \
+        {n: e.get("both_orders") for n, e in paper["reward_models"].items()}
     for src in [rep["data"]["personalized"]["source"], rep["data"]["personalized"]["downstream"]["source"]] + \
             [b["source"] for b in rep["data"]["baselines"].values()]:
         assert src.startswith("results/replica/data/")

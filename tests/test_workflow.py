@@ -31,17 +31,24 @@ def test_lint_clean():
 
 
 def test_paper_config_dry_run_offline():
-    """config.yaml: every RM is scored on every benchmark and gets BoN and PPO jobs."""
+    """config.yaml: every RM is scored on every benchmark; the RMs with downstream runs (not
+    `downstream: false`) get BoN and PPO jobs."""
     import yaml
 
     cfg = yaml.safe_load((REPO / "config.yaml").read_text())
-    n_rm = len(cfg["reward_models"])
+    n_all = len(cfg["reward_models"])
+    n_rm = sum(1 for e in cfg["reward_models"].values() if e.get("downstream", True))
+    assert n_rm < n_all  # config.yaml has a benchmark-only RM
     n_bench = 1 + len(cfg["data"]["baselines"])
     n_pol = len(cfg["policies"])
     counts = _job_counts(dry_run("--forceall", cores=4).out)
-    assert counts.get("score_benchmark") == n_rm * n_bench
+    assert counts.get("score_benchmark") == n_all * n_bench
     assert counts.get("score_bon") == n_rm * n_pol
-    assert counts.get("train_ppo") == n_rm * n_pol
+    # the authors' PPO: one policy per RM and subset (ppo.per_subset), no pooled run
+    n_sub = len(cfg["data"]["personalized"]["subsets"])
+    assert cfg["ppo"]["per_subset"] is True
+    assert counts.get("train_ppo_subset") == n_rm * n_pol * n_sub and "train_ppo" not in counts
+    assert counts.get("eval_policy_subset") == n_rm * n_pol * n_sub
     assert counts.get("sample_bon") == cfg["bon"]["shards"] * n_pol
     # the paper config trains nothing of its own: models come from the hub
     assert "train_demo_rm" not in counts and "demo_world" not in counts

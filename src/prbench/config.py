@@ -76,8 +76,15 @@ def with_defaults(section: dict | None, path: str) -> dict:
     already complete (a no-op there); this serves callers that pass a partial section (tests, the
     stage functions' direct callers). Raises ConfigError naming the key."""
     out = copy.deepcopy(section) if section is not None else {}
-    _first_error(_validator_with_defaults(section_schema(path)), out, path)
+    _first_error(_section_validator(path), out, path)
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _section_validator(path: str):
+    """One validator per section (building one costs more than validating: the Snakefile's
+    cross-key checks call with_defaults for several sections)."""
+    return _validator_with_defaults(section_schema(path))
 
 
 def entry_with_defaults(entry: dict, path: str) -> dict:

@@ -51,8 +51,9 @@ class PairRequest:
 # ---------------------------------------------------------------------------------------------
 TEMPLATE_ROOT = Path(__file__).parent / "prompt_templates"
 ROLES = ("policy_system", "policy_user", "pairwise_system", "pairwise_user",
-         "pointwise_system", "pointwise_user", "rubric_system", "rubric_user")
-REQUIRED_ROLES = ("policy_user", "pairwise_user", "pointwise_user", "rubric_user")
+         "pointwise_system", "pointwise_user", "reward_system", "reward_user", "rubric_system", "rubric_user",
+         "rubric_list_user")
+REQUIRED_ROLES = ("policy_user", "pairwise_user", "pointwise_user", "rubric_user")  # reward_user: checked on use
 PLACEHOLDERS = ("question", "profile", "profile_block", "answer", "Response_A", "Response_B", "aspects")
 AUTHORS_POST_FORMAT = "Post {i} (Category: {category}):\n{text}"
 UNKNOWN_CATEGORY = "unknown"
@@ -158,18 +159,34 @@ def profile_block(profile: Sequence[str], top_k: int | None = None) -> str:
     return f"Here are some of my previous posts:\n{lines}\n\n"
 
 
-def user_turn(question: str, profile: Sequence[str] = (), use_profile: bool = True, top_k: int | None = None) -> str:
-    """The RM user turn: optional top-k profile posts, then the question."""
+# Where a classifier RM's user turn puts the profile (RM spec key `profile_layout`):
+#   "block" (the benchmark's layout): the "Here are some of my previous posts:" block, then the question;
+#   "after_question" (`reward.profile: always`, the authors' downstream reward input): their BoN/score.py
+#   and PPO/reward_server.py give a discriminative RM the user turn `query + profile`, the question
+#   string directly followed (no separator) by the top-k posts, each "Post i (Category: c):\ntext",
+#   joined by newlines (BoN/sample.py format_profile); the answer is the assistant turn. Mirrored here
+#   with the project's formatting: the question, a blank line, the posts through `prompts.post_format`.
+PROFILE_LAYOUTS = ("block", "after_question")
+
+
+def user_turn(question: str, profile: Sequence[str] = (), use_profile: bool = True, top_k: int | None = None,
+              layout: str = "block", categories: Sequence[str] = ()) -> str:
+    """The RM user turn: the question and, with use_profile, the top-k profile posts (`layout`)."""
     if not isinstance(question, str) or not question.strip():
         raise ValueError("question must be a non-empty string")
+    if layout not in PROFILE_LAYOUTS:
+        raise ValueError(f"profile layout {layout!r}: expected one of {PROFILE_LAYOUTS}")
+    if layout == "after_question":
+        posts = render_profile(profile, categories, top_k) if use_profile else ""
+        return f"{question.strip()}\n\n{posts}" if posts else question.strip()
     block = profile_block(profile, top_k) if use_profile else ""
     return f"{block}{question.strip()}"
 
 
-def rm_messages(req: ScoreRequest, use_profile: bool, top_k: int | None = None) -> list[dict]:
-    """Pointwise RM chat: user = (profile +) question, assistant = answer."""
+def rm_messages(req: ScoreRequest, use_profile: bool, top_k: int | None = None, layout: str = "block") -> list[dict]:
+    """Pointwise RM chat: user = question and profile (`user_turn`), assistant = answer."""
     return [
-        {"role": "user", "content": user_turn(req.question, req.profile, use_profile, top_k)},
+        {"role": "user", "content": user_turn(req.question, req.profile, use_profile, top_k, layout, req.categories)},
         {"role": "assistant", "content": req.answer},
     ]
 
@@ -234,12 +251,62 @@ def pointwise_judge_messages(question: str, answer: str, profile: Sequence[str] 
                  **_profile_values(profile, categories, use_profile, top_k, tpl))
 
 
-def rubric_messages(question: str, answer: str, aspects: Sequence[str],
-                    templates: PromptTemplates | None = None) -> list[dict]:
-    """Rubric judge prompt: question, answer and the numbered aspects (judge-only input)."""
+ASPECT_FORMATS = ("numbered", "joined")
+
+
+def rubric_aspects_text(aspects: Sequence[str], aspect_format: str = "numbered") -> str:
+    """The {aspects} value: a numbered list, one aspect a line ("numbered"), or the aspect names
+    joined by ", " on one line ("joined", the authors' format)."""
+    if aspect_format == "numbered":
+        return "\n".join(f"{i}. {a.strip()}" for i, a in enumerate(aspects, 1))
+    if aspect_format == "joined":
+        return ", ".join(a.strip() for a in aspects)
+    raise ValueError(f"config key judge.aspect_format: {aspect_format!r} is not one of {list(ASPECT_FORMATS)}")
+
+
+def rubric_user_role(aspect_format: str = "numbered") -> str:
+    """The template role of the rubric prompt's user turn: `rubric_user` asks for one "Aspect i: r"
+    line per numbered aspect; `rubric_list_user` (joined aspects have no numbers to name) asks for a
+    bare list of ratings in aspect order."""
+    return "rubric_list_user" if aspect_format == "joined" else "rubric_user"
+
+
+def reward_judge_messages(question: str, answer: str, profile: Sequence[str] = (),
+                          use_profile: bool = True, top_k: int | None = None,
+                          categories: Sequence[str] = (), templates: PromptTemplates | None = None) -> list[dict]:
+    """A generative RM as a 0-1 pointwise scorer of one answer (`reward.generative: pointwise`)."""
     tpl = templates or active_templates()
-    block = "\n".join(f"{i}. {a.strip()}" for i, a in enumerate(aspects, 1))
-    return _chat(tpl, "rubric", question=question.strip(), answer=answer.strip(), aspects=block)
+    if tpl.get("reward_user") is None:
+        raise FileNotFoundError(f"config key prompts.templates: {tpl.origin!r} has no reward_user.txt, the 0-1 "
+                                "scoring prompt of reward.generative: pointwise "
+                                "(rename it with prompts.files.reward_user)")
+    return _chat(tpl, "reward", question=_check_question(question), answer=answer,
+                 **_profile_values(profile, categories, use_profile, top_k, tpl))
+
+
+def rubric_messages(question: str, answer: str, aspects: Sequence[str],
+                    templates: PromptTemplates | None = None, aspect_format: str = "numbered",
+                    system_turn: bool = False) -> list[dict]:
+    """Rubric judge prompt (judge-only input): [system turn,] user turn with the question, the
+    answer and the aspects (config keys judge.aspect_format, judge.system_turn; the system text is
+    the template set's rubric_system.txt, read only when system_turn is true)."""
+    tpl = templates or active_templates()
+    role = rubric_user_role(aspect_format)
+    user = tpl.get(role)
+    if user is None:
+        raise FileNotFoundError(f"config key prompts.templates: {tpl.origin!r} has no {role}.txt "
+                                f"(needed by judge.aspect_format={aspect_format!r})")
+    values = dict(question=question.strip(), answer=answer.strip(),
+                  aspects=rubric_aspects_text(aspects, aspect_format))
+    msgs = []
+    if system_turn:
+        system = tpl.get("rubric_system")
+        if system is None:
+            raise FileNotFoundError(f"config key judge.system_turn: true, but template set {tpl.origin!r} has no "
+                                    "rubric_system.txt")
+        msgs.append({"role": "system", "content": fill(system, **values)})
+    msgs.append({"role": "user", "content": fill(user, **values)})
+    return msgs
 
 
 def render_chat(tokenizer, messages: list[dict], add_generation_prompt: bool = False) -> str:

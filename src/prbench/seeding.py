@@ -11,6 +11,16 @@ def stable_seed(*parts) -> int:
     return int.from_bytes(h[:4], "little")
 
 
+def replicate_seed(seed: int, tag: str, replicate: int) -> int:
+    """The seed of replicate `replicate` of a run (a BoN sample set, a PPO / GRPO training seed):
+    `seed` itself for replicate 0, so a single-replicate run is unchanged, else
+    stable_seed(seed, tag, replicate)."""
+    replicate = int(replicate)
+    if replicate < 0:
+        raise ValueError(f"replicate {replicate}: must be >= 0")
+    return int(seed) if replicate == 0 else stable_seed(seed, tag, replicate)
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     try:

@@ -61,6 +61,25 @@ def _check_sections(config: dict) -> None:
             raise ConfigError(f"config key reward_models.{name}.kind: trained demo RMs must be 'classifier'")
 
 
+def _check_reward(config: dict) -> None:
+    """`reward.generative: pointwise` with a generating RM needs the 0-1 scoring prompt (reward_user)
+    in the configured template set: refused here, before any job starts, not in the first BoN job."""
+    reward = with_defaults(config.get("reward"), "reward")
+    generating = [n for n, e in config["reward_models"].items() if _registered(kind_info, e["kind"], n).generates]
+    if reward["generative"] != "pointwise" or not generating:
+        return
+    from .prompts import load_templates
+
+    try:
+        tpl = load_templates(config.get("prompts"))
+    except (FileNotFoundError, ValueError):
+        return  # the template set's own error is raised by the jobs that read it, naming its key
+    if tpl.get("reward_user") is None:
+        raise ConfigError(f"config key reward.generative: pointwise needs the 0-1 scoring prompt reward_user.txt, "
+                          f"absent from prompts.templates {tpl.origin!r} (RMs {generating}; name the file with "
+                          "prompts.files.reward_user, or use reward.generative: round_robin)")
+
+
 def check_config(config: dict) -> None:
     """Checks a JSON schema cannot express. Raises ConfigError naming the key. The sections read
     with defaults are filled here (with_defaults), so an unvalidated config is checked alike."""
@@ -74,6 +93,10 @@ def check_config(config: dict) -> None:
         raise ConfigError("config key ppo.mini_batch_size: larger than ppo.batch_size")
     if ppo["batch_size"] % ppo["mini_batch_size"]:
         raise ConfigError("config key ppo.mini_batch_size: must divide ppo.batch_size")
+    top_k = config["retriever"]["top_k"]
+    if ppo["eval_posts"] is not None and ppo["eval_posts"] > top_k:
+        raise ConfigError(f"config key ppo.eval_posts: {ppo['eval_posts']} posts, but the prompts hold only "
+                          f"retriever.top_k = {top_k}")
     policies = config["policies"]
     for name, entry in config["reward_models"].items():
         key = f"reward_models.{name}"
@@ -93,12 +116,19 @@ def check_config(config: dict) -> None:
         if info.needs_model and len(sources) != 1:
             raise ConfigError(f"config key {key}: RM kind {entry['kind']!r} needs exactly one model source "
                               f"(path, train or from_policy); found {sources or 'none'}")
+    _check_reward(config)
     for name, entry in policies.items():
         if "path" in entry:
             check_model_ref(entry["path"], f"policies.{name}.path")
+        elif not entry.get("train"):
+            raise ConfigError(f"config key policies.{name}: a policy needs a path unless train is true")
     check_model_ref(config["retriever"]["model"], "retriever.model")
     if config["judge"]["backend"] == "minilm":
         check_model_ref(config["judge"]["model"], "judge.model")
+    judge = with_defaults(config["judge"], "judge")
+    if judge.get("aggregate") == "mean_found" and judge.get("aspect_format") != "joined":
+        raise ConfigError("config key judge.aggregate: mean_found needs judge.aspect_format: joined (a numbered "
+                          "reply names the aspect numbers, which mean_found would average)")
     if not with_defaults(config.get("demo"), "demo")["enabled"]:
         for name, entry in config["reward_models"].items():
             if "train" in entry:

@@ -19,8 +19,11 @@ jointly: the same resampled question ids drive the personalized accuracies and e
 mean, so their dependence is kept. Each baseline's questions are resampled independently (their
 replicates are paired with the personalized ones by index only). All coefficients
 (`prbench.analysis.rankmetrics`) are recomputed on every replicate; percentile CIs at `ci`; permutation
-p-values for Spearman and Kendall shuffle the downstream values across RMs. The markdown summary
-(best benchmark per downstream measure) is written by `prbench.analysis.summary`.
+p-values for Spearman and Kendall shuffle the downstream values across RMs. Every coefficient also
+gets its null under a random RM ranking and its leave-one-RM-out range (`prbench.analysis.inference`);
+`prbench.analysis.comparison` compares the personalized benchmark with each baseline (paired, RMs and
+questions resampled jointly) and writes the verdicts and the power table. The markdown summary
+(verdict paragraph first) is written by `prbench.analysis.summary`.
 """
 from __future__ import annotations
 
@@ -40,17 +43,29 @@ from ..io import iter_jsonl, write_csv
 from ..scoring.official import Official
 from ..seeding import stable_seed
 from ..stats import percentile_interval
-from . import rankmetrics
+from . import inference, rankmetrics
+from .comparison import (  # noqa: F401  (the comparison table's contract, re-exported)
+    COMPARED,
+    COMPARISON_COLUMNS,
+    PERSONALIZED,
+    POWER_COLUMNS,
+    best_without_one_rm,
+    compare_benchmarks,
+    decide,
+    dkey,
+    power_table,
+)
 from .summary import summarize
 
 log = logging.getLogger("prbench.analysis.correlation")
 
-PERSONALIZED = "personalized"
 PAIR_FIELDS = ("pair_id", "question_id", "subset", "section", "correct")
 TABLE_COLUMNS = [
     "benchmark", "level", "group", "policy", "downstream", "estimator", "measure", "k",
     "coefficient", "value", "ci_low", "ci_high", "p_perm", "n_rms", "n_boot",
+    "null_mean", "null_q95", "p_null", "q_null", "value_norm", "loo_min", "loo_max",
 ]
+
 PERMUTED = ("spearman", "kendall_tau_b")
 
 
@@ -318,61 +333,52 @@ class Result:
     inputs: pd.DataFrame
     boots: dict  # (bench key tuple, down key tuple, coefficient) -> (B,) replicate values
     summary: str
+    comparisons: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COMPARISON_COLUMNS))
+    power: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=POWER_COLUMNS))
 
 
 def _bkey(key: dict) -> tuple:
     return (key["benchmark"], key["level"], key["group"])
 
 
-def _dkey(key: dict) -> tuple:
-    return (key["policy"], key["downstream"], key["estimator"], key["measure"], key["k"])
+_dkey = dkey
 
 
-def correlate(
-    col: Collected,
-    n_boot: int = 1000,
-    n_perm: int = 1000,
-    rbo_p: float = 0.9,
-    ci: float = 0.95,
-    seed: int = 0,
-    rbo_ties: str = "w",
-) -> Result:
-    """Every coefficient for every (benchmark score, downstream measure) pair, with CIs and p-values."""
-    bench, down = evaluate_scores(col, n_boot, seed)
-    rows, boots, undefined = [], {}, {}
-    coefs = dict(rankmetrics.COEFFICIENTS)
-    coefs["rbo"] = lambda x, y: rankmetrics.rbo_scores(x, y, p=rbo_p, ties=rbo_ties)
-    for b in bench:
-        for d in down:
-            keep = np.isfinite(b.point) & np.isfinite(d.point)
-            n_rms = int(keep.sum())
-            x0, y0 = b.point[keep], d.point[keep]
-            if n_rms >= 2:
-                why = [side for side, v in (("the benchmark score", x0), ("the downstream measure", y0))
-                       if np.all(v == v[0])]
-                if why:
-                    undefined[(_bkey(b.score.key), _dkey(d.score.key))] = (
-                        f"{' and '.join(why)} {'is' if len(why) == 1 else 'are'} equal across the {n_rms} RMs")
-            else:
-                undefined[(_bkey(b.score.key), _dkey(d.score.key))] = f"only {n_rms} RM(s) with both values"
-            xb, yb = b.boot[:, keep], d.boot[:, keep]
-            for name, fn in coefs.items():
-                if n_rms >= 2:
-                    value = float(fn(x0, y0))
-                    reps = fn(xb, yb) if n_boot > 0 else np.empty(0)
-                else:
-                    value, reps = float("nan"), np.full(n_boot, np.nan)
-                lo, hi, n_ok = percentile_interval(reps, ci)
-                p = float("nan")
-                if name in PERMUTED and n_rms >= 3:
-                    p = rankmetrics.permutation_pvalue(
-                        x0, y0, fn, n_perm, stable_seed(seed, "correlation-permutation", n_rms))
-                boots[(_bkey(b.score.key), _dkey(d.score.key), name)] = reps
-                rows.append({**b.score.key, **d.score.key, "coefficient": name, "value": value,
-                             "ci_low": lo, "ci_high": hi, "p_perm": p, "n_rms": n_rms, "n_boot": n_ok})
-    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
-    table["k"] = table["k"].astype("Int64")
+def _undefined_reason(x0: np.ndarray, y0: np.ndarray) -> str | None:
+    """Why every coefficient of this pair is NaN, or None."""
+    n_rms = len(x0)
+    if n_rms < 2:
+        return f"only {n_rms} RM(s) with both values"
+    why = [side for side, v in (("the benchmark score", x0), ("the downstream measure", y0)) if np.all(v == v[0])]
+    if why:
+        return f"{' and '.join(why)} {'is' if len(why) == 1 else 'are'} equal across the {n_rms} RMs"
+    return None
 
+
+def _coefficient_row(name, fn, x0, y0, xb, yb, n_boot: int, n_perm: int, ci: float, seed: int,
+                     null_cache: dict) -> tuple[dict, np.ndarray]:
+    """One coefficient of one (benchmark, downstream) pair: value, bootstrap CI, permutation p, null,
+    leave-one-RM-out range; and its bootstrap replicates."""
+    n_rms = len(x0)
+    if n_rms >= 2:
+        value = float(fn(x0, y0))
+        reps = fn(xb, yb) if n_boot > 0 else np.empty(0)
+    else:
+        value, reps = float("nan"), np.full(n_boot, np.nan)
+    lo, hi, n_ok = percentile_interval(reps, ci)
+    p = float("nan")
+    if name in PERMUTED and n_rms >= 3:
+        p = rankmetrics.permutation_pvalue(x0, y0, fn, n_perm, stable_seed(seed, "correlation-permutation", n_rms))
+    null_mean, null_q95, p_null = inference.null_stats(x0, y0, fn, n_perm, seed, name, q=0.95, cache=null_cache)
+    loo_min, loo_max = inference.loo_range(inference.leave_one_out(x0, y0, fn))
+    norm = inference.normalised(value, null_mean) if name in inference.NORMALISED else float("nan")
+    return {"coefficient": name, "value": value, "ci_low": lo, "ci_high": hi, "p_perm": p, "n_rms": n_rms,
+            "n_boot": n_ok, "null_mean": null_mean, "null_q95": null_q95, "p_null": p_null, "value_norm": norm,
+            "loo_min": loo_min, "loo_max": loo_max}, reps
+
+
+def _inputs_table(col: Collected, bench: list[Evaluated], down: list[Evaluated], ci: float) -> pd.DataFrame:
+    """The per-RM values that were correlated, with their question-bootstrap CIs."""
     inputs = []
     for kind, group in (("benchmark", bench), ("downstream", down)):
         for e in group:
@@ -383,9 +389,56 @@ def correlate(
     inputs = pd.DataFrame(inputs, columns=["rm", "kind", "benchmark", "level", "group", "policy", "downstream",
                                            "estimator", "measure", "k", "value", "ci_low", "ci_high"])
     inputs["k"] = inputs["k"].astype("Int64")
+    return inputs
+
+
+def correlate(
+    col: Collected,
+    n_boot: int = 1000,
+    n_perm: int = 1000,
+    rbo_p: float = 0.9,
+    ci: float = 0.95,
+    seed: int = 0,
+    rbo_ties: str = "w",
+    fdr: float = 0.05,
+    min_rms: int = 6,
+    power_sims: int = 1000,
+    signals: dict | None = None,
+) -> Result:
+    """Every coefficient for every (benchmark score, downstream measure) pair, with CIs, p-values,
+    its null under a random RM ranking and its leave-one-RM-out range; the paired comparisons of
+    the personalized benchmark with each baseline, their FDR control and verdicts, and the power
+    table (`prbench.analysis.inference`). signals: {method: {"estimator", "k"}}, the headline cell
+    of each method (its judge score at that estimator and k; default: the first in table order)."""
+    bench, down = evaluate_scores(col, n_boot, seed)
+    rows, boots, undefined = [], {}, {}
+    null_cache: dict = {}
+    coefs = dict(rankmetrics.COEFFICIENTS)
+    coefs["rbo"] = lambda x, y: rankmetrics.rbo_scores(x, y, p=rbo_p, ties=rbo_ties)
+    for b in bench:
+        for d in down:
+            keep = np.isfinite(b.point) & np.isfinite(d.point)
+            x0, y0 = b.point[keep], d.point[keep]
+            why = _undefined_reason(x0, y0)
+            if why:
+                undefined[(_bkey(b.score.key), _dkey(d.score.key))] = why
+            for name, fn in coefs.items():
+                row, reps = _coefficient_row(name, fn, x0, y0, b.boot[:, keep], d.boot[:, keep], n_boot, n_perm,
+                                             ci, seed, null_cache)
+                boots[(_bkey(b.score.key), _dkey(d.score.key), name)] = reps
+                rows.append({**b.score.key, **d.score.key, **row})
+    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    table["k"] = table["k"].astype("Int64")
+    table["q_null"] = inference.bh_qvalues(table["p_null"].to_numpy())
+    comparisons = compare_benchmarks(bench, down, coefs, n_boot=n_boot, n_perm=n_perm, ci=ci, seed=seed,
+                                     fdr=fdr, min_rms=min_rms, signals=signals)
+    power = power_table(bench, power_sims, alpha=1.0 - ci, seed=seed)
+
+    inputs = _inputs_table(col, bench, down, ci)
     summary = summarize(table, boots, ci, col.notes, n_boot=n_boot, n_perm=n_perm, rbo_p=rbo_p, rbo_ties=rbo_ties,
-                        undefined=undefined)
-    return Result(table, inputs, boots, summary)
+                        undefined=undefined, comparisons=comparisons, power=power, fdr=fdr, min_rms=min_rms,
+                        power_sims=power_sims, best_loo=best_without_one_rm(col.rms, bench, down, coefs))
+    return Result(table, inputs, boots, summary, comparisons, power)
 
 
 def run_correlations(
@@ -402,20 +455,32 @@ def run_correlations(
     seed: int,
     bench_kinds: dict | None = None,
     runs=None,
+    out_comparisons: str | Path | None = None,
+    out_power: str | Path | None = None,
+    fdr: float = 0.05,
+    min_rms: int = 6,
+    power_sims: int = 1000,
+    signals: dict | None = None,
 ) -> Result:
-    """Entry point of rule `correlations`: read, correlate, write the three outputs.
-    downstream_tables: (method, path of its measure table), in registry order."""
+    """Entry point of rule `correlations`: read, correlate, write the outputs (the comparison and
+    power tables when their paths are given). downstream_tables: (method, path of its measure
+    table), in registry order."""
     col = collect(rms, pair_files, downstream_tables, bench_kinds, runs)
     log.info("%d RMs, %d benchmark scores, %d downstream measures, units per stratum: %s",
              len(rms), len(col.benchmarks), len(col.downstream),
              {k: len(v) for k, v in col.units.items()})
     for note in col.notes:
         log.warning(note)
-    res = correlate(col, n_boot=n_boot, n_perm=n_perm, rbo_p=rbo_p, ci=ci, seed=seed)
+    res = correlate(col, n_boot=n_boot, n_perm=n_perm, rbo_p=rbo_p, ci=ci, seed=seed, fdr=fdr, min_rms=min_rms,
+                    power_sims=power_sims, signals=signals)
     # 12 significant digits: the precision at which values are ties (rankmetrics.snap), so every
     # coefficient can be recomputed from correlation_inputs.csv with its ties
     write_csv(out_table, res.table, float_format="%.12g")
     write_csv(out_inputs, res.inputs, float_format="%.12g")
+    if out_comparisons is not None:
+        write_csv(out_comparisons, res.comparisons, float_format="%.12g")
+    if out_power is not None:
+        write_csv(out_power, res.power, float_format="%.12g")
     Path(out_summary).parent.mkdir(parents=True, exist_ok=True)
     Path(out_summary).write_text(res.summary + "\n", encoding="utf-8")
     log.info("wrote %d correlation rows", len(res.table))

@@ -5,7 +5,8 @@
 2. `plot_bon_curves`     BoN mean judge score vs k (log2 axis) per RM with CI bands, oracle dashed,
                          random sample dotted; one panel per policy.
 3. `plot_scatter`        benchmark accuracy vs downstream score per RM, one panel per benchmark
-                         (one row per downstream signal), rho and tau in each panel title.
+                         (one row per downstream signal), rho and tau in each panel title; RM
+                         labels laid out without overlap (`place_labels`).
 4. `plot_correlations`   each coefficient per benchmark with CI whiskers, one panel per downstream
                          signal. The signals of 3 and 4 are the downstream methods found in the
                          correlation table, in registry order (`prbench.downstream`).
@@ -206,7 +207,71 @@ def _signals(corr: pd.DataFrame, signals: dict | None = None) -> list[tuple[str,
     return out
 
 
-def plot_scatter(inputs_csv, corr_csv, png, pdf, signals: dict | None = None, measure: str = "judge_score") -> None:
+def _overlaps(box, others, pad: float) -> bool:
+    return any(box.x0 < o.x1 + pad and o.x0 < box.x1 + pad and box.y0 < o.y1 + pad and o.y0 < box.y1 + pad
+               for o in others)
+
+
+def place_labels(ax, points, fontsize: float = 8, pad: float = 1.5, rings: int = 12):
+    """Label each point (name, x, y) of `ax` so that no two labels' rendered boxes overlap and no
+    label covers a point's marker: each label, in order of x then y, takes the first free place
+    among offsets on rings of growing radius around its point (right, above, left, below, then
+    the diagonals), judged on the boxes the renderer draws (`get_window_extent`); a label placed
+    away from its point gets a thin leader line. Deterministic (no randomness, fixed order).
+    Call after the figure's layout is final (tight_layout), as moving axes moves the points.
+    Returns the annotations."""
+    from matplotlib.transforms import Bbox
+
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    px = fig.dpi / 72.0
+    marker = 4.0 * px  # s=36 markers: 6 pt across
+    dots = [ax.transData.transform((xv, yv)) for _, xv, yv in points]
+    taken = [Bbox.from_extents(dx - marker, dy - marker, dx + marker, dy + marker) for dx, dy in dots]
+    frame = ax.get_window_extent(renderer)
+    order = sorted(range(len(points)), key=lambda i: (points[i][1], points[i][2], points[i][0]))
+    texts = [None] * len(points)
+    for i in order:
+        name, xv, yv = points[i]
+        t = ax.annotate(name, (xv, yv), textcoords="offset points", xytext=(4, 3), fontsize=fontsize,
+                        ha="left", va="bottom", zorder=4)
+        w, h = (v / px for v in t.get_window_extent(renderer).size)
+        best = fallback = None
+        for ring in range(rings):
+            r = 3 + 5 * ring
+            cands = [(r, -h / 2), (-w / 2, r), (-w - r, -h / 2), (-w / 2, -h - r),
+                     (r * 0.7, r * 0.7), (-w - r * 0.7, r * 0.7), (-w - r * 0.7, -h - r * 0.7), (r * 0.7, -h - r * 0.7)]
+            for off in cands:
+                t.xyann = off
+                box = t.get_window_extent(renderer)
+                if _overlaps(box, taken, pad):
+                    continue
+                if frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1:
+                    best = off
+                    break
+                fallback = fallback or off
+            if best is not None:
+                break
+        # no free place inside the panel: the first free one outside it (the saved figure grows to fit)
+        t.xyann = best or fallback or (4, 3)
+        ax_, ay_ = _anchor(t.xyann, w, h)
+        if np.hypot(ax_, ay_) > 10:
+            ax.annotate("", (xv, yv), xytext=(ax_, ay_), textcoords="offset points",
+                        arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.6, "shrinkA": 0, "shrinkB": 3})
+        taken.append(t.get_window_extent(renderer))
+        texts[i] = t
+    return texts
+
+
+def _anchor(off, w, h):
+    """The point of a label box (offset `off`, size w x h points) nearest to its data point (0, 0)."""
+    x0, y0 = off
+    return (min(max(0.0, x0), x0 + w), min(max(0.0, y0), y0 + h))
+
+
+def plot_scatter(inputs_csv, corr_csv, png, pdf, signals: dict | None = None, measure: str = "judge_score"):
+    """Figure 3; returns the (closed) figure, whose RM labels `place_labels` laid out."""
     inputs = _read_csv(inputs_csv, ["rm", "kind", "benchmark", "level", "group", "policy", "downstream",
                                     "estimator", "measure", "k", "value", "ci_low", "ci_high"], "the inputs table")
     corr = _read_csv(corr_csv, ["benchmark", "level", "group", "policy", "downstream", "estimator", "measure", "k",
@@ -221,6 +286,7 @@ def plot_scatter(inputs_csv, corr_csv, png, pdf, signals: dict | None = None, me
     colors = _colors(rms)
     fig, axes = plt.subplots(len(signals), len(benches), figsize=(5.2 * len(benches), 4.3 * len(signals)),
                              squeeze=False)
+    labelled = []
     for i, (label, policy, dname, est, kk) in enumerate(signals):
         pick = _downstream_rows(policy, dname, est, measure, kk)
         y = pick(down).set_index("rm").reindex(rms)
@@ -230,11 +296,10 @@ def plot_scatter(inputs_csv, corr_csv, png, pdf, signals: dict | None = None, me
             x = bench[bench["benchmark"] == b].set_index("rm").reindex(rms)
             ax.errorbar(x["value"], y["value"], xerr=_err(x["value"], x["ci_low"], x["ci_high"]),
                         yerr=_err(y["value"], y["ci_low"], y["ci_high"]), fmt="none", ecolor="0.7", elinewidth=0.8)
-            for rm in rms:
-                if np.isfinite(x.loc[rm, "value"]) and np.isfinite(y.loc[rm, "value"]):
-                    ax.scatter(x.loc[rm, "value"], y.loc[rm, "value"], color=colors[rm], s=36, zorder=3)
-                    ax.annotate(rm, (x.loc[rm, "value"], y.loc[rm, "value"]), textcoords="offset points",
-                                xytext=(4, 4), fontsize=8)
+            shown = [rm for rm in rms if np.isfinite(x.loc[rm, "value"]) and np.isfinite(y.loc[rm, "value"])]
+            for rm in shown:
+                ax.scatter(x.loc[rm, "value"], y.loc[rm, "value"], color=colors[rm], s=36, zorder=3)
+            labelled.append((ax, [(rm, x.loc[rm, "value"], y.loc[rm, "value"]) for rm in shown]))
             cb = c[c["benchmark"] == b].set_index("coefficient")["value"]
             rho = cb.get("spearman", np.nan)
             tau = cb.get("kendall_tau_b", np.nan)
@@ -244,7 +309,10 @@ def plot_scatter(inputs_csv, corr_csv, png, pdf, signals: dict | None = None, me
             ax.grid(alpha=0.3)
             ax.margins(x=0.18, y=0.12)
     fig.tight_layout()
+    for ax, points in labelled:
+        place_labels(ax, points)
     _save(fig, png, pdf)
+    return fig
 
 
 # ---- 4. correlation comparison -------------------------------------------------------------------

@@ -4,14 +4,18 @@ methods from these tables and this registry, never from a hard-coded list.
 
 Measure table (`results/downstream/{method}.csv`, one per method, every policy x RM run):
 
-    policy, rm, method, estimator, measure, k, question_id, subset, value
+    policy, rm, method, estimator, measure, k, replicate, question_id, subset, value
 
-one row per (run, estimator, measure, k, question). `estimator` is "" for a method with one way
-of computing its measures (PPO, GRPO); `k` is empty unless the measure is taken at a number of
-samples (BoN); `value` is empty (NaN) where the question has no value (a judge parse failure):
-the analysis counts those rows (measure `judge_score`) as a data note and skips them, so an
-unparseable output is never a zero. A question appears at least once per run even when all of
-its values are NaN (it remains a resampling unit). Rows keep each run's question order (the
+one row per (run, estimator, measure, k, replicate, question). `estimator` is "" for a method with
+one way of computing its measures (PPO, GRPO); `k` is empty unless the measure is taken at a number
+of samples (BoN); `replicate` (int, 0-based) numbers the independent repeats of a run: BoN's sample
+sets (`bon.sample_sets`, shared by every RM), PPO's and GRPO's training seeds (`ppo.seeds`,
+`grpo.seeds`); a single-replicate run writes 0. The downstream measure of a run is the mean over its
+replicates (the analysis pools a question's replicate values into that question's unit). `value` is empty
+(NaN) where the question has no value (a judge parse failure): the analysis counts those rows
+(measure `judge_score`) as a data note and skips them, so an unparseable output is never a zero.
+A question appears at least once per run even when all of its values are NaN (it remains a
+resampling unit). Rows keep each run's question order (the
 analysis' bootstrap units are numbered in order of first appearance).
 
 Registry: a `Method` per downstream method in `REGISTRY` (`register()`). The built-in methods are
@@ -44,7 +48,8 @@ from ..config import entry_with_defaults
 from ..io import iter_jsonl, write_csv
 from ..registry import load_ref
 
-MEASURE_COLUMNS = ["policy", "rm", "method", "estimator", "measure", "k", "question_id", "subset", "value"]
+MEASURE_COLUMNS = ["policy", "rm", "method", "estimator", "measure", "k", "replicate", "question_id", "subset",
+                   "value"]
 TABLE_PATTERN = "results/downstream/{method}.csv"
 # The measure whose NaN values the analysis reports as unscored (judge parse failures).
 SCORED_MEASURE = "judge_score"
@@ -172,14 +177,22 @@ def figure_signals(config: Mapping, names: Sequence[str]) -> dict:
 
 
 def measure_frame(rows: Sequence[dict] | pd.DataFrame) -> pd.DataFrame:
-    """Rows in the contract's column order and types (k nullable int, value float)."""
-    df = pd.DataFrame(rows, columns=MEASURE_COLUMNS) if not isinstance(rows, pd.DataFrame) else rows
+    """Rows in the contract's column order and types (k nullable int, replicate int, value float).
+    Rows without `replicate` are replicate 0 (a method with one replicate need not write it)."""
+    if not isinstance(rows, pd.DataFrame):
+        rows = pd.DataFrame(list(rows))
+        if rows.empty:
+            rows = pd.DataFrame(columns=MEASURE_COLUMNS)
+    df = rows.copy()
+    if "replicate" not in df.columns:
+        df["replicate"] = 0
     missing = [c for c in MEASURE_COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"downstream measure rows lack column(s) {missing}")
     df = df[MEASURE_COLUMNS].copy()
     df["estimator"] = df["estimator"].fillna("").astype(str)
     df["k"] = df["k"].astype("Int64")
+    df["replicate"] = df["replicate"].fillna(0).astype(int)
     df["value"] = df["value"].astype(float)
     return df
 
@@ -216,35 +229,63 @@ def read_measures(path: str | Path, method: str | None = None) -> pd.DataFrame:
         df["k"] = pd.to_numeric(df["k"], errors="raise").astype("Int64")
     except (ValueError, TypeError) as e:
         raise ValueError(f"{path}: columns 'value' / 'k' must be numeric ({e})") from None
+    rep = pd.to_numeric(df["replicate"], errors="coerce")
+    if rep.isna().any() or (rep < 0).any() or (rep != rep.round()).any():
+        bad = df["replicate"][rep.isna() | (rep < 0) | (rep != rep.round())].tolist()[:3]
+        raise ValueError(f"{path}: column 'replicate' must hold integers >= 0, got {bad}")
+    df["replicate"] = rep.astype(int)
     return df
 
 
-def judged_measures(method: str, runs: Mapping[tuple[str, str], str]) -> pd.DataFrame:
+def run_files(paths: str | Path | Sequence[str | Path]) -> list[str | Path]:
+    """The eval_judged.jsonl files of one (policy, rm): one path, or one per subset (ppo.per_subset)."""
+    return [paths] if isinstance(paths, (str, Path)) else list(paths)
+
+
+def judged_measures(method: str, runs: Mapping[tuple, str | Sequence[str]]) -> pd.DataFrame:
     """Measures of a trained-policy method from its runs' eval_judged.jsonl (rule eval_policy):
     judge_score (the trained policy's judge score) and win_rate (1 win / 0.5 tie / 0 loss against
-    the base policy's answer; NaN when either answer is unscored), one row each per question."""
+    the base policy's answer; NaN when either answer is unscored), one row each per question.
+    A (policy, rm) trained per subset (ppo.per_subset) gives one file per subset: each contributes
+    its subset's questions, so the rows have the pooled run's shape (a mean over them is the
+    question-weighted mean over the subsets). A key (policy, rm, replicate) is one training seed of
+    the run (`ppo.seeds`, `grpo.seeds`); a key (policy, rm) is replicate 0."""
     rows = []
-    for (policy, rm), path in runs.items():
-        n = 0
-        for lineno, row in enumerate(iter_jsonl(path), 1):
-            missing = [f for f in ("question_id", "subset", "score", "outcome") if f not in row]
-            if missing:
-                raise ValueError(f"{path}: row {lineno} lacks field(s) {missing}")
-            base = {"policy": policy, "rm": rm, "method": method, "estimator": "", "k": None,
-                    "question_id": str(row["question_id"]), "subset": str(row["subset"])}
-            rows.append({**base, "measure": "judge_score", "value": _num(row["score"])})
-            rows.append({**base, "measure": "win_rate", "value": _num(row["outcome"])})
-            n += 1
-        if n == 0:
-            raise ValueError(f"{path}: no judged answers")
+    for key, paths in runs.items():
+        policy, rm, replicate = (*key, 0) if len(key) == 2 else key
+        seen: dict[str, str] = {}
+        for path in run_files(paths):
+            new = _judged_rows(method, policy, rm, path, int(replicate))
+            twice = sorted({r["question_id"] for r in new} & set(seen))
+            if twice:
+                raise ValueError(f"{path}: question(s) {twice[:3]} of {policy}/{rm} (replicate {replicate}) "
+                                 f"also judged in {seen[twice[0]]}")
+            seen.update({r["question_id"]: str(path) for r in new})
+            rows.extend(new)
     return measure_frame(rows)
+
+
+def _judged_rows(method: str, policy: str, rm: str, path, replicate: int = 0) -> list[dict]:
+    """Two measure rows (judge_score, win_rate) per judged question of one eval_judged.jsonl."""
+    rows = []
+    for lineno, row in enumerate(iter_jsonl(path), 1):
+        missing = [f for f in ("question_id", "subset", "score", "outcome") if f not in row]
+        if missing:
+            raise ValueError(f"{path}: row {lineno} lacks field(s) {missing}")
+        base = {"policy": policy, "rm": rm, "method": method, "estimator": "", "k": None, "replicate": replicate,
+                "question_id": str(row["question_id"]), "subset": str(row["subset"])}
+        rows.append({**base, "measure": "judge_score", "value": _num(row["score"])})
+        rows.append({**base, "measure": "win_rate", "value": _num(row["outcome"])})
+    if not rows:
+        raise ValueError(f"{path}: no judged answers")
+    return rows
 
 
 def _num(v) -> float:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) else float("nan")
 
 
-def write_judged_measures(method: str, runs: Mapping[tuple[str, str], str], out_csv: str | Path) -> pd.DataFrame:
+def write_judged_measures(method: str, runs: Mapping[tuple, str | Sequence[str]], out_csv: str | Path) -> pd.DataFrame:
     return write_measures(out_csv, judged_measures(method, runs))
 
 

@@ -1,11 +1,14 @@
 """Evaluation of a trained policy (PPO, GRPO: every trained-policy method) and its table.
 
 The trained policy and the untrained base policy answer the same evaluation questions (the first
-`ppo.eval_questions_per_subset` of each subset, `prompt_rows.select_eval_prompts`; greedy unless
-`ppo.eval_greedy` is false), the cached judge (`prbench.judge`, as for BoN) scores both answers
-against each question's rubric aspects, and each question's outcome is a win, tie or loss against
-the base policy. `write_policy_table` summarises one row per (policy, rm): bootstrap mean and CI of
-the judge score, base mean, win/tie/loss rates and the count of unparseable judgements.
+`ppo.eval_questions_per_subset` of each subset, `prompt_rows.select_eval_prompts`, each showing its
+first `ppo.eval_posts` profile posts; greedy unless `ppo.eval_greedy` is false), the cached judge
+(`prbench.judge`, as for BoN) scores both answers against each question's rubric aspects, and each
+question's outcome is a win, tie or loss against the base policy. `write_policy_table` summarises
+each (policy, rm) over all its questions (subset "all") and per subset: bootstrap mean and CI of
+the judge score, base mean, win/tie/loss rates and the count of unparseable judgements. With
+`ppo.per_subset` a (policy, rm) has one PPO run per subset, each evaluated on its subset's
+questions (`eval_prompt_rows(..., subset)`).
 Rules: `base_answers`, `eval_policy`, `judged_measures` (rules/evaluation.smk), `ppo_table` / `grpo_table`
 (rules/ppo.smk, rules/grpo.smk).
 """
@@ -24,8 +27,9 @@ from ..io import read_jsonl, write_csv, write_jsonl
 from ..judge import JudgeItem, judge_items_cached, load_judge, shard_name
 from ..seeding import stable_seed
 from ..stats import bootstrap_ci
+from . import run_files
 from .policy import generate_answers, load_policy_model
-from .prompt_rows import load_prompt_rows, select_eval_prompts
+from .prompt_rows import limit_posts, load_prompt_rows, select_eval_prompts
 
 log = logging.getLogger("prbench.downstream.evaluation")
 
@@ -47,9 +51,22 @@ def policy_answers(model_path: str, prompts: Sequence[dict], ppo_cfg: dict, seed
     return [{"question_id": p["question_id"], "subset": p["subset"], "answer": a[0]} for p, a in zip(prompts, answers)]
 
 
+def eval_prompt_rows(eval_prompts: str, ppo_cfg: dict, subset: str | None = None) -> list[dict]:
+    """The evaluation prompts: the first `ppo.eval_questions_per_subset` questions of each subset
+    (only `subset`'s when given: a per-subset PPO run), each showing its first `ppo.eval_posts`
+    profile posts (all when null)."""
+    ppo_cfg = entry_with_defaults(ppo_cfg, "ppo")
+    rows = select_eval_prompts(load_prompt_rows(eval_prompts), ppo_cfg["eval_questions_per_subset"])
+    if subset is not None:
+        rows = [r for r in rows if r["subset"] == subset]
+        if not rows:
+            raise ValueError(f"{eval_prompts}: no evaluation questions of subset {subset!r}")
+    return limit_posts(rows, ppo_cfg["eval_posts"])
+
+
 def write_base_answers(policy_path: str, eval_prompts: str, out_path: str, ppo_cfg: dict, seed: int,
                        trust_remote_code: bool = False, device: str = "auto") -> int:
-    prompts = select_eval_prompts(load_prompt_rows(eval_prompts), ppo_cfg.get("eval_questions_per_subset"))
+    prompts = eval_prompt_rows(eval_prompts, ppo_cfg)
     return write_jsonl(out_path, policy_answers(policy_path, prompts, ppo_cfg, seed, trust_remote_code, device))
 
 
@@ -99,14 +116,14 @@ def judge_policy(answers: Sequence[dict], base_answers: Sequence[dict], aspects:
         out.append({"question_id": a["question_id"], "subset": a["subset"], "answer": a["answer"],
                     "score": s, "base_score": bs, "outcome": outcome(s, bs),
                     "base_answer": base[a["question_id"]]["answer"],
-                    "judge_failures": int(not math.isfinite(s)) + int(not math.isfinite(bs))})
+                    "judge_failures": int(r.failed or not math.isfinite(s)) + int(b.failed or not math.isfinite(bs))})
     return out
 
 
 def eval_policy(model_dir: str, base_answers_path: str, eval_prompts: str, judge_keys: str, judge_cfg: dict,
                 cache_dir: str, out_path: str, ppo_cfg: dict, seed: int, trust_remote_code: bool = False,
-                device: str = "auto") -> dict:
-    prompts = select_eval_prompts(load_prompt_rows(eval_prompts), ppo_cfg.get("eval_questions_per_subset"))
+                device: str = "auto", subset: str | None = None) -> dict:
+    prompts = eval_prompt_rows(eval_prompts, ppo_cfg, subset)
     answers = policy_answers(model_dir, prompts, ppo_cfg, seed, trust_remote_code, device)
     judge = load_judge(judge_cfg, seed)
     rows = judge_policy(answers, read_jsonl(base_answers_path), load_judge_aspects(judge_keys),
@@ -119,39 +136,81 @@ def eval_policy(model_dir: str, base_answers_path: str, eval_prompts: str, judge
     return {"n": len(rows), "judge_failures": fails}
 
 
-TABLE_COLUMNS = ["policy", "rm", "n_questions", "mean", "ci_low", "ci_high", "base_mean",
+TABLE_COLUMNS = ["policy", "rm", "subset", "n_questions", "mean", "ci_low", "ci_high", "base_mean",
                  "win_rate", "tie_rate", "loss_rate", "judge_failures"]
+ALL_SUBSETS = "all"  # the `subset` of a (policy, rm)'s row over all its questions
 
 
-def policy_table_rows(runs: dict[tuple[str, str], str], n_boot: int, seed: int) -> pd.DataFrame:
-    """One row per (policy, rm) from its eval_judged.jsonl (NaN judge scores excluded, counted)."""
+def policy_table_rows(runs: dict[tuple, str | Sequence[str]], n_boot: int, seed: int) -> pd.DataFrame:
+    """Rows per (policy, rm) from its eval_judged.jsonl files (one, or one per subset when PPO
+    trains per subset): first over all its questions (`subset` "all": with per-subset runs the
+    question-weighted mean over the subsets), then one row per subset. NaN judge scores are
+    excluded and counted; judge_failures counts every failed judgement (also those scored 0.0).
+    A key (policy, rm, replicate) is one training seed (`ppo.seeds`, `grpo.seeds`; (policy, rm) =
+    seed 0): with several seeds a row is over all of them (`_table_row`)."""
+    grouped: dict[tuple[str, str], dict[int, list]] = {}
+    for key, paths in runs.items():
+        policy, rm, rep = (*key, 0) if len(key) == 2 else key
+        grouped.setdefault((policy, rm), {})[int(rep)] = run_files(paths)
     out = []
-    for (policy, rm), path in sorted(runs.items()):
-        df = pd.DataFrame(read_jsonl(path))
-        if df.empty:
-            raise ValueError(f"{path}: no judged answers")
-        scores = df["score"].astype(float).to_numpy()
-        base = df["base_score"].astype(float).to_numpy()
-        oc = df["outcome"].astype(float).to_numpy()
-        ok, okb, oko = np.isfinite(scores), np.isfinite(base), np.isfinite(oc)
-        mean, lo, hi = bootstrap_ci(scores[ok], n_boot=n_boot, seed=stable_seed(seed, "ppo-table", policy, rm))
-        n_cmp = int(oko.sum())
-        if not (ok.all() and okb.all()):
-            log.warning("%s/%s: %d trained and %d base answers without a judge score (unparseable): only "
-                        "those answers (and their comparisons) are left out; counted in judge_failures",
-                        policy, rm, int((~ok).sum()), int((~okb).sum()))
-        out.append({
-            "policy": policy, "rm": rm, "n_questions": int(len(df)), "mean": mean, "ci_low": lo, "ci_high": hi,
-            "base_mean": float(base[okb].mean()) if okb.any() else float("nan"),
-            "win_rate": float((oc[oko] == 1.0).mean()) if n_cmp else float("nan"),
-            "tie_rate": float((oc[oko] == 0.5).mean()) if n_cmp else float("nan"),
-            "loss_rate": float((oc[oko] == 0.0).mean()) if n_cmp else float("nan"),
-            "judge_failures": int((~ok).sum() + (~okb).sum()),
-        })
+    for (policy, rm), reps in sorted(grouped.items()):
+        frames = []
+        for rep, paths in sorted(reps.items()):
+            parts = [pd.DataFrame(read_jsonl(path)) for path in paths]
+            for path, f in zip(paths, parts):
+                if f.empty:
+                    raise ValueError(f"{path}: no judged answers")
+            df = pd.concat(parts, ignore_index=True)
+            dup = df["question_id"][df["question_id"].duplicated()].unique().tolist()
+            if dup:
+                raise ValueError(f"{policy}/{rm}: question(s) {dup[:3]} judged in more than one of {paths}")
+            frames.append(df.assign(replicate=rep))
+        df = pd.concat(frames, ignore_index=True)
+        out.append(_table_row(df, policy, rm, ALL_SUBSETS, n_boot, stable_seed(seed, "ppo-table", policy, rm)))
+        for subset, part in df.groupby("subset", sort=False):
+            out.append(_table_row(part, policy, rm, str(subset), n_boot,
+                                  stable_seed(seed, "ppo-table", policy, rm, str(subset))))
     return pd.DataFrame(out, columns=TABLE_COLUMNS)
 
 
-def write_policy_table(runs: dict[tuple[str, str], str], out_csv: str, n_boot: int, seed: int) -> pd.DataFrame:
+def _table_row(df: pd.DataFrame, policy: str, rm: str, subset: str, n_boot: int, seed: int) -> dict:
+    """One table row. Over several training seeds (column `replicate`): `mean` is the mean over
+    questions of each question's mean score over the seeds that scored it, the CI resamples those
+    per-question means (the between-seed spread enters only through them; the seeds themselves are
+    not resampled), the rates pool every seed's comparisons (= the mean over seeds of each seed's rate
+    when no comparison is NaN), n_questions counts distinct questions and judge_failures sums the
+    seeds' failures."""
+    scores = df["score"].astype(float).to_numpy()
+    base = df["base_score"].astype(float).to_numpy()
+    oc = df["outcome"].astype(float).to_numpy()
+    ok, okb, oko = np.isfinite(scores), np.isfinite(base), np.isfinite(oc)
+    if "replicate" in df and df["replicate"].nunique() > 1:
+        per_q = df.assign(score=df["score"].astype(float)).groupby("question_id", sort=False)["score"].mean()
+        mean, lo, hi = bootstrap_ci(per_q.dropna().to_numpy(), n_boot=n_boot, seed=seed)
+        base = df.drop_duplicates("question_id")["base_score"].astype(float).to_numpy()
+        okb = np.isfinite(base)
+    else:
+        mean, lo, hi = bootstrap_ci(scores[ok], n_boot=n_boot, seed=seed)
+    n_cmp = int(oko.sum())
+    if subset == ALL_SUBSETS and not (ok.all() and okb.all()):
+        log.warning("%s/%s: %d trained and %d base answers without a judge score (unparseable): only "
+                    "those answers (and their comparisons) are left out; counted in judge_failures",
+                    policy, rm, int((~ok).sum()), int((~okb).sum()))
+    return {
+        "policy": policy, "rm": rm, "subset": subset, "n_questions": int(df["question_id"].nunique()), "mean": mean,
+        "ci_low": lo, "ci_high": hi, "base_mean": float(base[okb].mean()) if okb.any() else float("nan"),
+        "win_rate": float((oc[oko] == 1.0).mean()) if n_cmp else float("nan"),
+        "tie_rate": float((oc[oko] == 0.5).mean()) if n_cmp else float("nan"),
+        "loss_rate": float((oc[oko] == 0.0).mean()) if n_cmp else float("nan"),
+        # the answers whose judgement failed to parse (under judge.failure zero they are scored 0.0,
+        # kept in the means, and still counted here)
+        "judge_failures": (int(df["judge_failures"].sum()) if "judge_failures" in df
+                           else int((~ok).sum() + (~okb).sum())),
+    }
+
+
+def write_policy_table(runs: dict[tuple[str, str], str | Sequence[str]], out_csv: str, n_boot: int,
+                       seed: int) -> pd.DataFrame:
     df = policy_table_rows(runs, n_boot, seed)
     write_csv(out_csv, df)
     return df

@@ -12,8 +12,9 @@ this adapter
 2. decodes the response tokens with the policy tokenizer (special tokens dropped);
 3. scores `ScoreRequest(question, answer, profile)` with the RM's own `score()` (which builds the
    RM input through `prbench.prompts`), so classifier, generative and length RMs all work;
-4. replaces NaN scores (generative parse failures) with an explicit `nan_reward` and counts them,
-   and returns the score broadcast over every position (`score` is the identity).
+4. replaces NaN scores (generative parse failures) with an explicit `nan_reward` and counts them
+   (replies an RM scored with a fallback value, `reward.generative_failure_score`, are counted too
+   and keep that score), and returns the score broadcast over every position (`score` is the identity).
 """
 from __future__ import annotations
 
@@ -187,9 +188,13 @@ class RewardAdapter(nn.Module):
         if n_bad:
             log.warning("RM %s failed to score %d of %d PPO responses; using nan_reward=%g",
                         getattr(self.rm, "name", "?"), n_bad, len(requests), self.nan_reward)
+        # failures the RM already scored with a rule's fallback (reward.generative_failure_score): used as
+        # scored, counted with the NaN ones in reward_failures
+        fallback = (np.asarray(res.failed, dtype=bool) & ~bad) if getattr(res, "failed", None) is not None \
+            else np.zeros(len(scores), dtype=bool)
         for st in (self.stats, self.total):
             st.scored += len(requests)
-            st.failures += n_bad
+            st.failures += n_bad + int(fallback.sum())
             st.raw.extend(float(x) for x in scores[~bad])
         return np.where(bad, self.nan_reward, scores * self.reward_scale)
 

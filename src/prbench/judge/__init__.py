@@ -5,7 +5,10 @@ Backends (config `judge.backend`), built by `load_judge(judge_cfg, seed)`:
   - `transformers` (`judge/llm.py`): an instruct LLM asked for one "Aspect <i>: <0|1|2>" line per
     aspect (the paper's judge; a bare list "[2, 1, 0]" in aspect order, the authors' reply format,
     is parsed too: `judge/base.py`); an unparseable reply is retried (`judge.retries`, seeded
-    sampling), then counted and reported with score NaN - never a silent 0;
+    sampling), then scored by `judge.failure` (NaN = left out, or the authors' 0.0) and counted
+    either way (`JudgeResult.failed`). `judge.system_turn`, `judge.aspect_format` and
+    `judge.aggregate` (per-aspect ratings, or the authors' mean of the numbers found) select the
+    authors' judge protocol or the project's (docs/PROTOCOL.md);
   - `vllm` (`judge/llm.py`): the same prompt and parser through vLLM (optional, imported only when
     selected);
   - `minilm` (`judge/minilm.py`): an offline judge for the demo: the MiniLM cosine similarity

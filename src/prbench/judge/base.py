@@ -32,9 +32,12 @@ class JudgeItem:
 
 @dataclass
 class JudgeResult:
-    score: float  # mean of the aspect ratings; NaN when unparseable after the retries
-    ratings: list = field(default_factory=list)  # int 0/1/2 per aspect, or None when unparseable
+    score: float  # the aggregate of the ratings; on a final parse failure NaN (judge.failure exclude) or 0.0 (zero)
+    # per_aspect: int 0/1/2 per aspect; mean_found: the numbers found in the reply; None entries
+    # (per_aspect) or [] (mean_found) when unparseable
+    ratings: list = field(default_factory=list)
     failures: int = 0  # unparseable replies for this item (retries included)
+    failed: bool = False  # the final reply was unparseable: the score is the failure rule's value
 
 
 class RubricJudge(ABC):
@@ -45,10 +48,31 @@ class RubricJudge(ABC):
         """Judge each item (no caching here)."""
 
 
-def _result(ratings: Sequence[int | None], failures: int) -> JudgeResult:
+AGGREGATES = ("per_aspect", "mean_found")
+FAILURE_RULES = ("exclude", "zero")
+
+
+def failure_score(failure: str) -> float:
+    """The score of a final parse failure: NaN (exclude: the item is left out and counted) or 0.0
+    (zero, the authors' rule: it enters the means as 0.0 and is still counted as failed)."""
+    if failure == "exclude":
+        return float("nan")
+    if failure == "zero":
+        return 0.0
+    raise ValueError(f"config key judge.failure: {failure!r} is not one of {list(FAILURE_RULES)}")
+
+
+def _result(ratings: Sequence[int | None], failures: int, failure: str = "exclude") -> JudgeResult:
     if any(r is None for r in ratings) or not ratings:
-        return JudgeResult(float("nan"), [None] * len(ratings), failures)
+        return JudgeResult(failure_score(failure), [None] * len(ratings), failures, True)
     return JudgeResult(float(np.mean(ratings)), [int(r) for r in ratings], failures)
+
+
+def _found_result(numbers: Sequence[float] | None, failures: int, failure: str = "exclude") -> JudgeResult:
+    """judge.aggregate mean_found: the mean of the numbers found; none found = a parse failure."""
+    if not numbers:
+        return JudgeResult(failure_score(failure), [], failures, True)
+    return JudgeResult(float(np.mean(numbers)), [float(x) for x in numbers], failures)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -78,6 +102,21 @@ def parse_ratings(text: str, n_aspects: int) -> list[int] | None:
     if len(found) == n_aspects:
         return [found[i] for i in range(1, n_aspects + 1)]
     return _parse_rating_list(text, n_aspects)
+
+
+_FIRST_BRACKETS_RE = re.compile(r"\[([^\]]+)\]")
+_NUMBER_RE = re.compile(r"-?\d+(?:\.\d*)?")
+
+
+def numbers_found(text: str) -> list[float] | None:
+    """judge.aggregate mean_found (the authors' reading of a reply): the numbers inside the first
+    bracketed span "[...]" if the reply has one, else every number in the reply; None when there is
+    none (a parse failure). Any number counts, on the 0/1/2 scale or not, and their count need not
+    match the aspects'."""
+    text = text or ""
+    m = _FIRST_BRACKETS_RE.search(text)
+    found = _NUMBER_RE.findall(m.group(1) if m else text)
+    return [float(x) for x in found] or None
 
 
 def _parse_rating_list(text: str, n_aspects: int) -> list[int] | None:

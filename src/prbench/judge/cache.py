@@ -87,7 +87,9 @@ def _recover_own_shard(path: Path) -> None:
 
 def _as_result(rec: dict) -> JudgeResult:
     s = rec["score"]
-    return JudgeResult(float("nan") if s is None else float(s), list(rec["ratings"]), int(rec["failures"]))
+    # records written before the `failed` field: a failure was always NaN (judge.failure exclude)
+    failed = bool(rec.get("failed", s is None))
+    return JudgeResult(float("nan") if s is None else float(s), list(rec["ratings"]), int(rec["failures"]), failed)
 
 
 def read_cache(cache_dir: str | Path, keys: set[str]) -> dict[str, JudgeResult]:
@@ -113,8 +115,8 @@ def read_cache(cache_dir: str | Path, keys: set[str]) -> dict[str, JudgeResult]:
         for k, rec in recs.items():
             if k not in found:
                 found[k] = rec
-            elif ([found[k][f] for f in ("score", "ratings", "failures")]
-                  != [rec[f] for f in ("score", "ratings", "failures")]):
+            elif ([found[k].get(f) for f in ("score", "ratings", "failures", "failed")]
+                  != [rec.get(f) for f in ("score", "ratings", "failures", "failed")]):
                 conflicts += 1
     if conflicts:
         log.warning("judge cache %s: %d item(s) judged differently in two shards (a nondeterministic judge?); "
@@ -124,7 +126,8 @@ def read_cache(cache_dir: str | Path, keys: set[str]) -> dict[str, JudgeResult]:
 
 def _record_line(key: str, judge_id: str, r: JudgeResult) -> str:
     return json.dumps({"key": key, "judge_id": judge_id, "score": None if math.isnan(r.score) else r.score,
-                       "ratings": r.ratings, "failures": r.failures}, ensure_ascii=False) + "\n"
+                       "ratings": r.ratings, "failures": r.failures, "failed": bool(r.failed)},
+                      ensure_ascii=False) + "\n"
 
 
 def _judge_into_shard(judge: RubricJudge, todo: dict[str, JudgeItem], own: Path, chunk: int,
@@ -144,7 +147,7 @@ def _judge_into_shard(judge: RubricJudge, todo: dict[str, JudgeItem], own: Path,
             fh.flush()
             os.fsync(fh.fileno())
             for (k, _), r in zip(part, res):
-                cached[k] = JudgeResult(r.score, list(r.ratings), r.failures)
+                cached[k] = JudgeResult(r.score, list(r.ratings), r.failures, r.failed)
 
 
 def judge_items_cached(judge: RubricJudge, items: Sequence[JudgeItem], cache_dir: str | Path,
@@ -169,4 +172,5 @@ def judge_items_cached(judge: RubricJudge, items: Sequence[JudgeItem], cache_dir
              len(items), len(uniq), len(uniq) - len(todo), len(todo), cache_dir, shard)
     if todo:
         _judge_into_shard(judge, todo, Path(cache_dir) / shard, chunk, cached)
-    return [JudgeResult(cached[k].score, list(cached[k].ratings), cached[k].failures) for k in keys]
+    return [JudgeResult(cached[k].score, list(cached[k].ratings), cached[k].failures, cached[k].failed)
+            for k in keys]

@@ -25,7 +25,8 @@ def load_judge(judge_cfg: dict, seed: int) -> RubricJudge:
         raise ValueError("config key judge.model: required")
     common = dict(max_new_tokens=int(cfg["max_new_tokens"]), retries=int(cfg["retries"]),
                   seed=seed, trust_remote_code=bool(cfg.get("trust_remote_code", False)),
-                  dtype=cfg.get("dtype", "auto"))
+                  dtype=cfg.get("dtype", "auto"), system_turn=bool(cfg["system_turn"]),
+                  aspect_format=str(cfg["aspect_format"]), aggregate=str(cfg["aggregate"]), failure=str(cfg["failure"]))
     if backend == "transformers":
         return TransformersJudge(model, batch_size=int(cfg["batch_size"]), device=cfg.get("device", "auto"), **common)
     if backend == "vllm":

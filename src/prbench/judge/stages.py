@@ -93,7 +93,8 @@ def judge_validity(bench_path: str, judge_keys_path: str, judge_cfg: dict, seed:
     sub = np.array(subsets)
     report = {"judge_id": judge.judge_id, "overall": _validity_summary(sc, sr, np.ones(n, dtype=bool), n_boot, seed),
               "by_subset": {s: _validity_summary(sc, sr, sub == s, n_boot, seed) for s in sorted(set(subsets))},
-              "parse_failures": int(sum(r.failures for r in res)), "threshold": 0.9}
+              "parse_failures": int(sum(r.failures for r in res)), "judge_failed": int(sum(r.failed for r in res)),
+              "threshold": 0.9}
     report["passes_threshold"] = bool(report["overall"]["chosen_above_rejected"] >= 0.9)
     write_json(out_path, report)
     log.info("judge validity: %s", report["overall"])

@@ -50,9 +50,37 @@ def kind_info(kind: str, name: str = "<unnamed>") -> Kind:
                          f"(known: {', '.join(KINDS)})") from None
 
 
+def reward_spec(spec: dict, reward: dict | None) -> dict:
+    """The RM spec of the downstream reward (BoN scoring, PPO and GRPO rewards) under the config
+    section `reward` (rules/common.smk DOWNSTREAM_RM_SPEC). Keys are added only where the section
+    departs from the benchmark spec, so the schema defaults leave the spec as it is:
+
+    - `reward.profile: always` (the authors' BoN/score.py, PPO/reward_server.py: every
+      discriminative RM reads `query + profile`, the top-k posts formatted and appended after the
+      question): each classifier kind (a model, no generation, can read the profile) gets
+      `use_profile: true` and `profile_layout: after_question` (prompts.user_turn).
+    - `reward.generative: pointwise` (the authors: each answer scored alone on a 0-1 scale, greedy,
+      10 new tokens, an unparseable reply = 0.5): each generating kind gets `reward_generative`,
+      `reward_max_new_tokens` and `reward_failure_score` (rms.generative)."""
+    from ..config import with_defaults
+
+    reward = with_defaults(dict(reward or {}), "reward")  # ConfigError names a bad key
+    info = kind_info(spec.get("kind"), spec.get("name", "<unnamed>"))
+    out = dict(spec)
+    if reward["profile"] == "always" and info.needs_model and not info.generates and info.can_read_profile:
+        out["use_profile"] = True
+        out["profile_layout"] = "after_question"
+    if reward["generative"] == "pointwise" and info.generates:
+        out["reward_generative"] = "pointwise"
+        out["reward_max_new_tokens"] = int(reward["generative_max_new_tokens"])
+        out["reward_failure_score"] = float(reward["generative_failure_score"])
+    return out
+
+
 def load_reward_model(spec: dict) -> RewardModel:
     info = kind_info(spec.get("kind"), spec.get("name", "<unnamed>"))
     return load_ref(info.impl, __name__)(spec)
 
 
-__all__ = ["load_reward_model", "kind_info", "Kind", "KINDS", "RewardModel", "ScoreOutput", "CompareOutput"]
+__all__ = ["load_reward_model", "reward_spec", "kind_info", "Kind", "KINDS", "RewardModel", "ScoreOutput",
+           "CompareOutput"]

@@ -22,6 +22,9 @@ class ScoreOutput:
     scores: np.ndarray
     failures: int = 0
     raw: list[str] | None = None  # raw generations for generative RMs (saved per prompt)
+    # failures whose score is a rule's fallback value instead of NaN (`reward.generative_failure_score`,
+    # the authors' 0.5): True where the reply was unparseable; counted like NaN scores, used as scored
+    failed: np.ndarray | None = None
 
 
 @dataclass

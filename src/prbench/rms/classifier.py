@@ -65,9 +65,10 @@ class ClassifierEncoder:
     """Turns a ScoreRequest into token ids (plus token_type_ids for text-pair encoders)."""
 
     def __init__(self, tokenizer, use_profile: bool, top_k: int | None, max_length: int,
-                 suffix: Sequence[int] = ()):
+                 suffix: Sequence[int] = (), layout: str = "block"):
         self.tok = tokenizer
         self.use_profile = use_profile
+        self.layout = layout  # where the profile goes (prompts.PROFILE_LAYOUTS; RM spec key profile_layout)
         self.top_k = top_k
         self.max_length = int(max_length)
         self.suffix = list(suffix)  # appended after the rendered chat (the reward token)
@@ -85,8 +86,8 @@ class ClassifierEncoder:
         return posts[: self.top_k] if self.top_k is not None else posts
 
     def _chat_ids(self, req: ScoreRequest, posts: list[str], k: int) -> list[int]:
-        r = ScoreRequest(req.question, req.answer, tuple(posts[:k]))
-        text = prompts.render_chat(self.tok, prompts.rm_messages(r, self.use_profile, None))
+        r = ScoreRequest(req.question, req.answer, tuple(posts[:k]), tuple(req.categories[:k]))
+        text = prompts.render_chat(self.tok, prompts.rm_messages(r, self.use_profile, None, self.layout))
         return self.tok(text, add_special_tokens=False, verbose=False)["input_ids"] + self.suffix
 
     def _cut_question(self, req: ScoreRequest) -> tuple[list[int], str]:
@@ -111,10 +112,11 @@ class ClassifierEncoder:
     def _prompt_ids(self, req: ScoreRequest, posts: list[str], k: int) -> list[int]:
         """Token ids of the chat up to the start of the answer (shared by every answer to the
         same prompt; rms/prefix.py runs them once). Cached per (question, posts)."""
-        key = (req.question, tuple(posts[:k]))
+        key = (req.question, tuple(posts[:k]), tuple(req.categories[:k]))
         ids = self._prompt_cache.get(key)
         if ids is None:
-            user = prompts.rm_messages(ScoreRequest(req.question, "", tuple(posts[:k])), self.use_profile, None)[:1]
+            user = prompts.rm_messages(ScoreRequest(req.question, "", tuple(posts[:k]), tuple(req.categories[:k])),
+                                       self.use_profile, None, self.layout)[:1]
             text = prompts.render_chat(self.tok, user, add_generation_prompt=True)
             ids = self.tok(text, add_special_tokens=False, verbose=False)["input_ids"]
             if len(self._prompt_cache) > 4096:
@@ -123,7 +125,7 @@ class ClassifierEncoder:
         return ids
 
     def _pair_enc(self, req: ScoreRequest, posts: list[str], k: int, truncate: bool = False) -> dict:
-        first = prompts.user_turn(req.question, posts[:k], self.use_profile)
+        first = prompts.user_turn(req.question, posts[:k], self.use_profile, None, self.layout, req.categories[:k])
         kw = {"truncation": "longest_first", "max_length": self.max_length} if truncate else {}
         enc = self.tok(first, req.answer, add_special_tokens=True, verbose=False, **kw)
         out = {"input_ids": list(enc["input_ids"])}
@@ -150,7 +152,7 @@ class ClassifierEncoder:
             if len(ids) > self.max_length:  # the answer alone is too long: keep its end
                 feat = {"input_ids": ids[-self.max_length:], "prefix_len": 0}
             else:
-                prompt = self._prompt_ids(ScoreRequest(question, req.answer), posts, k)
+                prompt = self._prompt_ids(ScoreRequest(question, req.answer, (), tuple(req.categories)), posts, k)
                 feat = {"input_ids": ids, "prefix_len": common_prefix_len(ids, prompt)}
         self.n_posts_dropped += len(posts) - k
         self.n_truncated += int(too_long)
@@ -183,8 +185,9 @@ class ClassifierRM(RewardModel):
         self.max_batch_size: int | None = spec.get("max_batch_size")
         self.fixed_batch_size: int | None = None  # set to use naive fixed batches in dataset order
         self.progress = bool(spec["progress"])
+        self.profile_layout = str(spec.get("profile_layout", "block"))  # rms.reward_spec sets "after_question"
         self.encoder = ClassifierEncoder(tokenizer, self.use_profile, self.top_k, self.max_length,
-                                         self.adapter.suffix_ids(model))
+                                         self.adapter.suffix_ids(model), self.profile_layout)
         self.pad_id = self._agree_pad_id()
         self.n_scored = 0
         self.prefix = self._prefix_scorer(bool(spec["prefix_cache"]) and self.adapter.prefix_cache)

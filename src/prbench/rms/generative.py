@@ -20,6 +20,19 @@
 - `generative_pointwise`: the judge answers `Score: <number>`; unparseable outputs give NaN and
   are counted.
 
+Benchmark rules of the pairwise judge (config `scoring`, passed in the spec by the score_benchmark
+job): `order_seed` (the seed of the one order per pair; null = the config seed), `pairwise_parse`
+(`last_verdict` above, or `first_result`: the authors' evaluation/pairwise.py reads the first
+letter after the first "result:", see `parse_first_result`) and `pairwise_failure` (`wrong`: an
+unparseable reply makes the pair a failure with credit 0; `predict_a`: the authors' rule, the reply
+predicts "A"). Either way every unparseable reply is counted (`details[i]["failed"]`).
+
+Downstream 0-1 scoring (`reward.generative: pointwise`, spec key `reward_generative`, set by
+`prbench.rms.reward_spec`): `score()` of either kind asks the judge about each answer alone
+(`prompts.reward_judge_messages`), greedy with `reward_max_new_tokens` new tokens, and reads a
+number in [0, 1] (`parse_unit_score`, clamped as the authors' BoN/score.py); an unparseable reply
+scores `reward_failure_score` (the authors' 0.5), flagged in `ScoreOutput.failed` and counted.
+
 Decoding is greedy, so scores are deterministic. `max_new_tokens` defaults to 512 (as the
 authors), leaving room for the reasoning before the verdict.
 """
@@ -66,12 +79,68 @@ def parse_choice(text: str) -> str | None:
     return m.group(1).upper() if m else None
 
 
+def parse_first_result(text: str) -> str | None:
+    """'A' or 'B' by the authors' rule (evaluation/pairwise.py): the reply after its last "</think>",
+    with double quotes and asterisks removed and lower-cased; the verdict is the first letter of the
+    text after the first "result:" (leading whitespace skipped): "a" or "b", anything else None."""
+    if not isinstance(text, str):
+        return None
+    t = text.strip().split("</think>")[-1].strip()
+    t = t.replace('"', "").replace("*", "").strip().lower()
+    head, sep, tail = t.partition("result:")
+    if not sep:
+        return None
+    rest = tail.split("result:")[0].strip()
+    return rest[0].upper() if rest[:1] in ("a", "b") else None
+
+
+def _unclamped(text: str) -> float:
+    """The number `parse_unit_score` read before clamping (for the clamped count)."""
+    t = text.strip()
+    try:
+        return float(t)
+    except ValueError:
+        m = _UNIT_RE.search(t)
+        return float(m.group(0)) if m else float("nan")
+
+
+PAIRWISE_PARSERS = {"last_verdict": parse_choice, "first_result": parse_first_result}
+_UNIT_RE = re.compile(r"(?<![\d.])-?(?:\d+(?:\.\d*)?|\.\d+)")
+
+
+def parse_unit_score(text: str) -> float:
+    """A 0-1 score from a reply: the whole reply as a number, else its first number; clamped into
+    [0, 1] as the authors' BoN/score.py does; NaN when the reply holds no number."""
+    if not isinstance(text, str):
+        return float("nan")
+    t = text.strip()
+    try:
+        v = float(t)
+    except ValueError:
+        m = _UNIT_RE.search(t)
+        if not m:
+            return float("nan")
+        v = float(m.group(0))
+    if v != v or v in (float("inf"), float("-inf")):
+        return float("nan")
+    return min(1.0, max(0.0, v))
+
+
 def parse_score(text: str) -> float:
     """The number of "Score: <number>" (or a bare number); NaN when unparseable."""
     if not isinstance(text, str):
         return float("nan")
     m = _SCORE_RE.search(text) or _BARE_NUMBER_RE.match(text)
     return float(m.group(1)) if m else float("nan")
+
+
+def chosen_shown_first(seed: int, pair: PairRequest) -> bool:
+    """Whether the chosen answer is shown as A: one fair coin per pair from the seed and the pair's
+    texts (question, chosen, rejected, profile), so the draw does not depend on the pair's place in
+    the file or on the other pairs (the authors draw `random.random() < 0.5` per row in file order
+    after `random.seed(42)`; the same seed here gives other, equally fair coins)."""
+    s = stable_seed(seed, "pairwise_order", pair.question, pair.chosen, pair.rejected, "\x1e".join(pair.profile))
+    return s % 2 == 0
 
 
 class _GenerativeRM(RewardModel):
@@ -103,6 +172,17 @@ class _GenerativeRM(RewardModel):
         self.n_parse_failures = 0
         self.n_truncated = 0
         self.n_posts_dropped = 0
+        # downstream 0-1 scoring (module docstring); absent keys = the kind's own score()
+        self.reward_mode = str(spec.get("reward_generative") or "round_robin")
+        if self.reward_mode not in ("round_robin", "pointwise"):
+            raise ValueError(f"RM {self.name}: reward_generative {self.reward_mode!r} (config key reward.generative): "
+                             "expected round_robin or pointwise")
+        if self.reward_mode == "pointwise":  # prbench.rms.reward_spec sets all three from the config's `reward`
+            self.reward_max_new_tokens = int(spec["reward_max_new_tokens"])
+            self.reward_failure_score = float(spec["reward_failure_score"])
+        self.n_unit_scored = 0
+        self.n_unit_failures = 0
+        self.n_unit_clamped = 0
 
     # ---- inputs ----------------------------------------------------------------------------
     def _posts(self, profile: Sequence[str]) -> list[str]:
@@ -111,34 +191,37 @@ class _GenerativeRM(RewardModel):
         posts = list(profile)
         return posts[: self.top_k] if self.top_k is not None else posts
 
-    def _prompt_ids(self, build: Callable[[list[str]], list[dict]], posts: list[str]) -> list[int]:
+    def _prompt_ids(self, build: Callable[[list[str]], list[dict]], posts: list[str],
+                    max_length: int | None = None) -> list[int]:
         """Chat-rendered prompt ids with as many top-ranked posts as fit in max_length."""
         tok = self.tokenizer
+        limit = self.max_length if max_length is None else max_length
 
         def enc(k):
             text = prompts.render_chat(tok, build(posts[:k]), add_generation_prompt=True)
             return tok(text, add_special_tokens=False, verbose=False)["input_ids"]
 
-        ids, k, too_long = fit_profile(enc, len(posts), self.max_length)
+        ids, k, too_long = fit_profile(enc, len(posts), limit)
         self.n_posts_dropped += len(posts) - k
         if too_long:  # keep the end: the answers, the instruction and the generation prompt
             self.n_truncated += 1
-            ids = ids[-self.max_length:]
+            ids = ids[-limit:]
         return ids
 
     # ---- generation ------------------------------------------------------------------------
-    def _generate(self, prompt_ids: list[list[int]], desc: str) -> list[str]:
+    def _generate(self, prompt_ids: list[list[int]], desc: str, max_new_tokens: int | None = None) -> list[str]:
         import torch
 
         if not prompt_ids:
             return []
         tok = self.tokenizer
+        new_tokens = self.max_new_tokens if max_new_tokens is None else int(max_new_tokens)
         eos = self.model.generation_config.eos_token_id if self.model.generation_config else None
         neutralize(self.model)
-        gen_cfg = generation_config(max_new_tokens=self.max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id,
+        gen_cfg = generation_config(max_new_tokens=new_tokens, do_sample=False, pad_token_id=tok.pad_token_id,
                                     eos_token_id=eos if eos is not None else tok.eos_token_id)
         feats = [{"input_ids": ids} for ids in prompt_ids]
-        lengths = [len(ids) + self.max_new_tokens for ids in prompt_ids]
+        lengths = [len(ids) + new_tokens for ids in prompt_ids]
         batches = length_bucketed_batches(lengths, self.max_tokens_per_batch, self.max_batch_size)
 
         def run(batch):
@@ -154,10 +237,39 @@ class _GenerativeRM(RewardModel):
         self.n_generations += len(texts)
         return [t.strip() for t in texts]
 
+    def _score_unit(self, requests: Sequence[ScoreRequest]) -> ScoreOutput:
+        """`reward.generative: pointwise`: each answer alone on a 0-1 scale (module docstring)."""
+        n_pos = getattr(self.model.config, "max_position_embeddings", None)
+        limit = self.max_length if not n_pos else max(1, min(self.max_length, int(n_pos) - self.reward_max_new_tokens))
+        prompt_ids = []
+        for r in requests:
+            build = lambda ps, r=r: prompts.reward_judge_messages(  # noqa: E731
+                r.question, r.answer, ps, self.use_profile, None, categories=r.categories)
+            prompt_ids.append(self._prompt_ids(build, self._posts(r.profile), limit))
+        raws = self._generate(prompt_ids, desc=f"score {self.name}", max_new_tokens=self.reward_max_new_tokens)
+        values = np.asarray([parse_unit_score(t) for t in raws], dtype=float)
+        failed = np.isnan(values)
+        self.n_unit_clamped += sum(1 for t, v in zip(raws, values)
+                                   if not np.isnan(v) and v in (0.0, 1.0) and _unclamped(t) not in (0.0, 1.0))
+        n_failed = int(failed.sum())
+        self.n_unit_scored += len(requests)
+        self.n_unit_failures += n_failed
+        self.n_parse_failures += n_failed
+        if n_failed:
+            log.warning("RM %s: %d of %d replies held no 0-1 score; scored %g (reward.generative_failure_score), "
+                        "counted", self.name, n_failed, len(requests), self.reward_failure_score)
+        scores = np.where(failed, self.reward_failure_score, values)
+        return ScoreOutput(scores=scores, failures=n_failed, raw=raws, failed=failed)
+
     def _base_diagnostics(self) -> dict:
-        return {"kind": self.kind, "generations": self.n_generations, "parse_failures": self.n_parse_failures,
-                "parse_failure_rate": self.n_parse_failures / self.n_generations if self.n_generations else None,
-                "truncated_prompts": self.n_truncated, "profile_posts_dropped": self.n_posts_dropped}
+        d = {"kind": self.kind, "generations": self.n_generations, "parse_failures": self.n_parse_failures,
+             "parse_failure_rate": self.n_parse_failures / self.n_generations if self.n_generations else None,
+             "truncated_prompts": self.n_truncated, "profile_posts_dropped": self.n_posts_dropped}
+        if self.reward_mode == "pointwise":
+            d.update({"reward_generative": "pointwise", "unit_scored": self.n_unit_scored,
+                      "unit_failures": self.n_unit_failures, "unit_clamped": self.n_unit_clamped,
+                      "unit_failure_score": self.reward_failure_score})
+        return d
 
 
 class GenerativePairwiseRM(_GenerativeRM):
@@ -167,6 +279,16 @@ class GenerativePairwiseRM(_GenerativeRM):
     def __init__(self, spec: dict, model=None, tokenizer=None):
         super().__init__(spec, model, tokenizer)
         self.both_orders = bool(self.spec["both_orders"])
+        self.order_seed = self.spec.get("order_seed")  # scoring.order_seed; None = the config seed
+        self.pairwise_parse = str(self.spec.get("pairwise_parse") or "last_verdict")
+        self.pairwise_failure = str(self.spec.get("pairwise_failure") or "wrong")
+        if self.pairwise_parse not in PAIRWISE_PARSERS:
+            raise ValueError(f"RM {self.name}: scoring.pairwise_parse {self.pairwise_parse!r}: expected one of "
+                             f"{sorted(PAIRWISE_PARSERS)}")
+        if self.pairwise_failure not in ("wrong", "predict_a"):
+            raise ValueError(f"RM {self.name}: scoring.pairwise_failure {self.pairwise_failure!r}: expected wrong "
+                             "or predict_a")
+        self.parse_pick = PAIRWISE_PARSERS[self.pairwise_parse]
         self.reference_answer = self.spec.get("reference_answer") or DEFAULT_REFERENCE_ANSWER
         self.n_pick_a = 0
         self.n_parsed = 0
@@ -182,10 +304,8 @@ class GenerativePairwiseRM(_GenerativeRM):
         self.score_opponents = None if m is None else int(m)
 
     def chosen_first(self, pair: PairRequest) -> bool:
-        """The seeded order of a pair (config seed + the pair's texts)."""
-        s = stable_seed(self.seed, "pairwise_order", pair.question, pair.chosen, pair.rejected,
-                        "\x1e".join(pair.profile))
-        return s % 2 == 0
+        """The seeded order of a pair (`chosen_shown_first` with `order_seed`, else the config seed)."""
+        return chosen_shown_first(self.seed if self.order_seed is None else int(self.order_seed), pair)
 
     def compare(self, pairs: Sequence[PairRequest]) -> CompareOutput:
         jobs: list[tuple[int, bool]] = []  # (pair index, chosen shown as A)
@@ -200,18 +320,21 @@ class GenerativePairwiseRM(_GenerativeRM):
                 jobs.append((i, chosen_is_a))
                 prompt_ids.append(self._prompt_ids(build, posts))
         raws = self._generate(prompt_ids, desc=f"judge {self.name}")
-        details = [{"chosen_is_a": [], "picks": [], "raw": []} for _ in pairs]
+        details = [{"chosen_is_a": [], "picks": [], "raw": [], "failed": []} for _ in pairs]
         for (i, chosen_is_a), raw in zip(jobs, raws):
-            pick = parse_choice(raw)
+            pick = self.parse_pick(raw)
             d = details[i]
             d["chosen_is_a"].append(chosen_is_a)
-            d["picks"].append(pick)
+            d["failed"].append(pick is None)
             d["raw"].append(raw)
             if pick is None:
                 self.n_parse_failures += 1
+                if self.pairwise_failure == "predict_a":
+                    pick = "A"  # the authors' rule; still counted as a failure (d["failed"])
             else:
                 self.n_parsed += 1
                 self.n_pick_a += int(pick == "A")
+            d["picks"].append(pick)
         prefs = np.full(len(pairs), np.nan)
         for i, d in enumerate(details):
             if any(pk is None for pk in d["picks"]):
@@ -220,7 +343,7 @@ class GenerativePairwiseRM(_GenerativeRM):
             prefs[i] = float(np.mean(wins))
             d["both_right"] = bool(all(wins))
         self.n_both_right += int(np.sum([bool(d.get("both_right")) for d in details]))
-        failures = int(np.isnan(prefs).sum())
+        failures = sum(any(d["failed"]) for d in details)
         self.n_pairs += len(pairs)
         self.n_pair_failures += failures
         return CompareOutput(prefs=prefs, failures=failures, details=details)
@@ -277,7 +400,10 @@ class GenerativePairwiseRM(_GenerativeRM):
         Every unordered pair of sibling answers is judged once (seeded order, or both orders with
         `both_orders`); an answer's score is its mean preference over its opponents, NaN
         comparisons (parse failures) left out; NaN when all of them failed. A lone answer is
-        compared with its reference answer (see the module docstring)."""
+        compared with its reference answer (see the module docstring). With `reward_generative:
+        pointwise` each answer is scored alone on a 0-1 scale instead (`_score_unit`)."""
+        if self.reward_mode == "pointwise":
+            return self._score_unit(requests)
         groups: dict[tuple, list[int]] = {}
         for i, r in enumerate(requests):
             groups.setdefault((r.question, tuple(r.profile)), []).append(i)
@@ -313,7 +439,9 @@ class GenerativePairwiseRM(_GenerativeRM):
 
     def diagnostics(self) -> dict:
         d = self._base_diagnostics()
-        d.update({"both_orders": self.both_orders, "pairs": self.n_pairs, "pair_failures": self.n_pair_failures,
+        d.update({"both_orders": self.both_orders, "order_seed": self.order_seed,
+                  "pairwise_parse": self.pairwise_parse, "pairwise_failure": self.pairwise_failure,
+                  "pairs": self.n_pairs, "pair_failures": self.n_pair_failures,
                   "position_bias_a_rate": self.n_pick_a / self.n_parsed if self.n_parsed else None,
                   "parsed": self.n_parsed, "all_orders_right": self.n_both_right,
                   "score_comparisons": self.n_score_comparisons})
@@ -324,6 +452,8 @@ class GenerativePointwiseRM(_GenerativeRM):
     kind = "generative_pointwise"
 
     def score(self, requests: Sequence[ScoreRequest]) -> ScoreOutput:
+        if self.reward_mode == "pointwise":
+            return self._score_unit(requests)
         prompt_ids = []
         for r in requests:
             build = lambda ps, r=r: prompts.pointwise_judge_messages(  # noqa: E731

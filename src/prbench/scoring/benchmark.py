@@ -12,7 +12,14 @@ Each pair gets a `credit` in [0, 1]; accuracy is the mean credit.
     paper's rule; with `both_orders`: 0, 0.5 or 1, i.e. ties count half, so a judge that always
     answers "A" scores about 0.5). `correct` counts the pairs where every asked order picked the
     chosen answer (P(both orders right) with `both_orders`), `position_bias_a` is the share of
-    parsed verdicts that were "A", failures (unparseable) get credit 0 and are counted.
+    parsed verdicts that were "A", failures (unparseable) get credit 0 and are counted. With
+    `scoring.pairwise_failure: predict_a` (the authors) an unparseable reply predicts "A": the
+    credit follows that prediction and the pair is still counted in `failures`.
+
+Beside the accuracy, `benchmark_reports` writes the authors' two extra reports:
+`position_table` (pairwise RMs: accuracy when the chosen answer is shown as A and as B, the
+authors' position bias |difference|, the share of "A" picks, failures) and `margin_table`
+(pointwise RMs: the mean chosen-minus-rejected score margin with a bootstrap CI).
 """
 from __future__ import annotations
 
@@ -116,14 +123,16 @@ def score_pairs(rm, rows: Sequence[dict]) -> tuple[list[dict], dict]:
     pairwise = bool(getattr(rm, "pairwise", False))
     results = []
     for r, c, rj, p, e in zip(rows, sc, sr, prefs, extra):
-        failure = bool(math.isnan(p))
-        correct = bool((not failure) and p == 1.0)
-        credit = (0.0 if failure else float(p)) if pairwise else float(correct)
+        unscored = bool(math.isnan(p))
+        # a pairwise reply that failed to parse is a failure even when a rule predicted for it (predict_a)
+        failure = unscored or any((e.get("judge") or {}).get("failed") or [])
+        correct = bool((not unscored) and p == 1.0)
+        credit = (0.0 if unscored else float(p)) if pairwise else float(correct)
         results.append({
             "pair_id": r["pair_id"], "question_id": r["question_id"], "subset": r["subset"],
             "section": r["section"], "score_chosen": _num(c), "score_rejected": _num(rj),
-            "pref": None if failure else float(p), "correct": correct, "credit": credit,
-            "tie": bool((not failure) and p == 0.5), "failure": failure, **e,
+            "pref": None if unscored else float(p), "correct": correct, "credit": credit,
+            "tie": bool((not unscored) and p == 0.5), "failure": failure, **e,
         })
     return results, info
 
@@ -133,7 +142,9 @@ def group_stats(results: Sequence[dict], n_boot: int, seed: int) -> dict:
     correct = np.asarray([r["correct"] for r in results], dtype=float)
     acc, lo, hi = bootstrap_ci(credit, n_boot=n_boot, seed=seed)
     judged = [r["judge"] for r in results if isinstance(r.get("judge"), dict)]
-    picks = [pk for d in judged for pk in d.get("picks", []) if pk is not None]
+    picks = [pk for d in judged  # parsed verdicts only (not the predict_a rule's stand-ins)
+             for pk, bad in zip(d.get("picks", []), d.get("failed") or [False] * len(d.get("picks", [])))
+             if pk is not None and not bad]
     return {"n": len(results), "correct": int(correct.sum()), "ties": int(sum(r["tie"] for r in results)),
             "failures": int(sum(r["failure"] for r in results)), "accuracy": acc,
             "ci_low": None if math.isnan(lo) else lo, "ci_high": None if math.isnan(hi) else hi,
@@ -176,7 +187,10 @@ def score_benchmark(bench_path: str | Path, spec: dict, pairs_out: str | Path, a
     rows = load_pairs(bench_path)
     if rm is None:
         run_spec = {"seed": seed, "max_length": scoring["max_length"],
-                    "max_tokens_per_batch": scoring["max_tokens_per_batch"], **spec}
+                    "max_tokens_per_batch": scoring["max_tokens_per_batch"],
+                    # the pairwise judge's benchmark rules (rms.generative); other kinds ignore them
+                    "order_seed": scoring["order_seed"], "pairwise_parse": scoring["pairwise_parse"],
+                    "pairwise_failure": scoring["pairwise_failure"], **spec}
         rm = load_reward_model(run_spec)
     log.info("RM %s (%s) on %s: %d pairs from %s", spec.get("name"), spec.get("kind"), bench, len(rows), bench_path)
     t0 = time.perf_counter()
@@ -190,7 +204,9 @@ def score_benchmark(bench_path: str | Path, spec: dict, pairs_out: str | Path, a
     log.info("accuracy %.4f [%s, %s] n=%d correct=%d ties=%d failures=%d (%.1fs)", o["accuracy"], o["ci_low"],
              o["ci_high"], o["n"], o["correct"], o["ties"], o["failures"], info["seconds"])
     if o["failures"]:
-        log.warning("%d of %d pairs failed (unparseable or NaN scores); counted as wrong", o["failures"], o["n"])
+        rule = "predicted 'A'" if scoring["pairwise_failure"] == "predict_a" and getattr(rm, "pairwise", False) \
+            else "counted as wrong"
+        log.warning("%d of %d pairs failed (unparseable or NaN scores); %s", o["failures"], o["n"], rule)
     log.info("diagnostics: %s", summary["diagnostics"])
     write_jsonl(pairs_out, results)
     write_json(acc_out, summary)
@@ -248,3 +264,93 @@ def accuracy_table(acc_paths: Sequence[str | Path], out_csv: str | Path,
           .drop(columns="_lv"))
     write_csv(out_csv, df)
     return df
+
+
+# ---- the authors' extra reports: accuracy by answer position, score margins ------------------
+POSITION_COLUMNS = ["rm", "benchmark", "level", "group", "n_pairs", "n_chosen_a", "acc_chosen_a", "n_chosen_b",
+                    "acc_chosen_b", "position_bias", "share_a", "failures"]
+MARGIN_COLUMNS = ["rm", "benchmark", "level", "group", "kind", "n", "mean_margin", "ci_low", "ci_high", "failures"]
+
+
+def _groups(results: Sequence[dict]):
+    """("overall", "all") and every subset / section group of the results, in table order."""
+    yield "overall", "all", list(results)
+    for level in LEVELS:
+        groups: dict[str, list] = {}
+        for r in results:
+            groups.setdefault(r[level], []).append(r)
+        for g, rs in sorted(groups.items()):
+            yield level, g, rs
+
+
+def position_stats(results: Sequence[dict]) -> dict:
+    """Accuracy by the position of the chosen answer, over every asked order of every pair (one per
+    pair without both_orders, as the authors): an order is right when its effective pick (after the
+    failure rule) names the chosen answer; an unparseable order left unpredicted (`wrong`) is wrong.
+    `position_bias` = |acc_chosen_a - acc_chosen_b| (the authors' evaluation/pairwise.py);
+    `share_a` = the share of parsed picks that were "A" (the project's measure); `failures` =
+    pairs with an unparseable reply."""
+    right = {True: [], False: []}
+    picks_a = parsed = 0
+    for r in results:
+        d = r.get("judge") or {}
+        failed = d.get("failed") or [False] * len(d.get("picks") or [])
+        for ca, pk, bad in zip(d.get("chosen_is_a") or [], d.get("picks") or [], failed):
+            right[bool(ca)].append(pk is not None and (pk == "A") == bool(ca))
+            if not bad and pk is not None:
+                parsed += 1
+                picks_a += int(pk == "A")
+    acc = {k: (float(np.mean(v)) if v else None) for k, v in right.items()}
+    bias = abs(acc[True] - acc[False]) if acc[True] is not None and acc[False] is not None else None
+    return {"n_pairs": len(results), "n_chosen_a": len(right[True]), "acc_chosen_a": acc[True],
+            "n_chosen_b": len(right[False]), "acc_chosen_b": acc[False], "position_bias": bias,
+            "share_a": picks_a / parsed if parsed else None, "failures": int(sum(r["failure"] for r in results))}
+
+
+def margin_stats(results: Sequence[dict], n_boot: int, seed: int) -> dict:
+    """Mean score(chosen) - score(rejected) over the pairs both of whose scores exist, with a seeded
+    bootstrap CI (prbench.stats.bootstrap_ci); `failures` = pairs left out for a missing score."""
+    m = np.asarray([r["score_chosen"] - r["score_rejected"] for r in results
+                    if r.get("score_chosen") is not None and r.get("score_rejected") is not None], dtype=float)
+    est, lo, hi = bootstrap_ci(m, n_boot=n_boot, seed=seed) if m.size else (float("nan"),) * 3
+    return {"n": int(m.size), "mean_margin": None if math.isnan(est) else est,
+            "ci_low": None if math.isnan(lo) else lo, "ci_high": None if math.isnan(hi) else hi,
+            "failures": len(results) - int(m.size)}
+
+
+def benchmark_reports(acc_paths: Sequence[str | Path], pairs_paths: Sequence[str | Path], position_csv: str | Path,
+                      margin_csv: str | Path, n_boot: int, seed: int = 0):
+    """`benchmark_position.csv` (pairwise RMs) and `benchmark_margin.csv` (pointwise RMs) from the
+    scoring outputs, one row per (rm, benchmark, level, group); which table an RM enters is read from
+    its pairs (a pairwise judge's rows carry `judge`). Returns both data frames."""
+    import pandas as pd
+
+    if len(pairs_paths) != len(acc_paths):
+        raise ValueError(f"benchmark_reports: {len(acc_paths)} accuracy files but {len(pairs_paths)} pairs files")
+    pos_rows, margin_rows = [], []
+    for acc_path, pairs_path in zip(acc_paths, pairs_paths):
+        summary = read_json(acc_path)
+        for key in ("rm", "benchmark"):
+            if key not in summary:
+                raise ValueError(f"{acc_path}: accuracy JSON lacks {key!r}")
+        rm, bench = summary["rm"], summary["benchmark"]
+        kind = (summary.get("diagnostics") or {}).get("kind") or ""
+        results = read_jsonl(pairs_path)
+        pairwise = any(isinstance(r.get("judge"), dict) for r in results)
+        for level, g, rs in _groups(results):
+            base = {"rm": rm, "benchmark": bench, "level": level, "group": g}
+            if pairwise:
+                pos_rows.append({**base, **position_stats(rs)})
+            else:
+                margin_rows.append({**base, "kind": kind,
+                                    **margin_stats(rs, n_boot, stable_seed(seed, rm, bench, "margin", level, g))})
+    order = {"overall": 0, "section": 1, "subset": 2}
+    out = []
+    for rows, cols, path in ((pos_rows, POSITION_COLUMNS, position_csv), (margin_rows, MARGIN_COLUMNS, margin_csv)):
+        df = pd.DataFrame(rows, columns=cols)
+        if len(df):
+            df = (df.assign(_lv=df["level"].map(order)).sort_values(["benchmark", "_lv", "group", "rm"])
+                  .drop(columns="_lv"))
+        write_csv(path, df)
+        out.append(df)
+    return tuple(out)

@@ -52,5 +52,10 @@ def enabled(config: Mapping) -> bool:
 
 
 def figure_signal(config: Mapping) -> dict:
-    """The scatter and correlation figures show the `expected` estimator at the largest k."""
-    return {"estimator": "expected", "k": int(max(config["bon"]["ks"]))}
+    """BoN's headline signal: `bon.headline_estimator` (default `expected`) at the largest k, used by
+    the figures, the leaderboard and the correlation verdict's headline cells."""
+    bon = config["bon"]
+    estimator = bon.get("headline_estimator", "expected")
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"config key bon.headline_estimator: {estimator!r} is not one of {list(ESTIMATORS)}")
+    return {"estimator": estimator, "k": int(max(bon["ks"]))}

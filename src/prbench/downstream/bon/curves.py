@@ -20,7 +20,9 @@ NaN judge scores (unparseable judgements) drop only what they touch, never the w
   - win_vs_random compares with a uniformly random judged sample.
 Excluded cells are NaN in the curve files; bon.csv counts them per row (`judge_dropped`, cells
 = questions excluded from that row's mean) next to `judge_nan_samples` (the policy's samples
-without a judge score), and the log reports both.
+without a judge score), and the log reports both. `judge_failed_samples` counts the policy's samples
+whose judgement failed to parse whatever the failure rule: under judge.failure `zero` they score 0.0
+(nothing is excluded, judge_nan_samples is 0) and are still counted there.
 """
 from __future__ import annotations
 
@@ -43,7 +45,8 @@ ORACLE = "oracle"
 RANDOM = "random"
 CURVE_COLUMNS = ["question_id", "subset", "estimator", "k", "judge_score", "win_vs_random"]
 TABLE_COLUMNS = ["policy", "rm", "estimator", "k", "n_questions", "mean", "ci_low", "ci_high",
-                 "win_rate", "win_ci_low", "win_ci_high", "rm_failures", "judge_dropped", "judge_nan_samples"]
+                 "win_rate", "win_ci_low", "win_ci_high", "rm_failures", "judge_dropped", "judge_nan_samples",
+                 "judge_failed_samples"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,6 +209,16 @@ def question_curves(R: np.ndarray, G: np.ndarray, ks: Sequence[int], mode: str) 
     return out
 
 
+def _failed_samples(judged: Sequence[dict], questions, nan_samples: int, n: int, policy: str) -> int:
+    """Samples whose judgement failed to parse, whatever judge.failure scored them (NaN or 0.0).
+    A judged row without `failed` (written before the field) failed exactly when its score is null."""
+    failed = sum(bool(r.get("failed", r.get("score") is None)) for r in judged if r.get("question_id") in questions)
+    if failed > nan_samples:
+        log.warning("policy %s: %d of %d samples' judgements failed to parse and were scored by the failure rule "
+                    "(judge.failure zero: 0.0); bon.csv judge_failed_samples", policy, failed, n)
+    return failed
+
+
 def bon_curves(samples: Sequence[dict], judged: Sequence[dict], rm_scores: Mapping[str, Sequence[dict]],
                ks: Sequence[int], n: int, policy: str, seed: int = 0, n_boot: int = 1000):
     """Build per-question curve frames ({rm|_oracle|_random: DataFrame}) and the summary table."""
@@ -222,6 +235,7 @@ def bon_curves(samples: Sequence[dict], judged: Sequence[dict], rm_scores: Mappi
         raise ValueError(f"config key bon.ks: {bad_k} outside 1..bon.n={n}")
     G = _matrix(judged, "score", qids, n, "judged.jsonl")
     nan_samples = int(np.isnan(G).sum())
+    failed_samples = _failed_samples(judged, subset_of, nan_samples, G.size, policy)
     if nan_samples == G.size:
         raise ValueError("bon: every sample's judge score is NaN (judge parse failures); nothing to evaluate")
     if nan_samples:
@@ -246,7 +260,7 @@ def bon_curves(samples: Sequence[dict], judged: Sequence[dict], rm_scores: Mappi
                           "n_questions": int(ok.sum()), "mean": m, "ci_low": lo, "ci_high": hi,
                           "win_rate": wm, "win_ci_low": wlo, "win_ci_high": whi,
                           "rm_failures": rm_failures, "judge_dropped": int((~ok).sum()),
-                          "judge_nan_samples": nan_samples})
+                          "judge_nan_samples": nan_samples, "judge_failed_samples": failed_samples})
         if cells:
             log.warning("policy %s, %s: %d (question, estimator, k) cells dropped for an unjudged selected "
                         "sample (bon.csv judge_dropped)", policy, label, cells)
@@ -257,44 +271,99 @@ def bon_curves(samples: Sequence[dict], judged: Sequence[dict], rm_scores: Mappi
         nan = int(np.isnan(R).sum())
         if nan:
             log.warning("RM %s: %d NaN scores (failures) ranked lowest", rm, nan)
-        add(rm, rm, "rm", R, nan)
+        fallback = sum(1 for row in rm_scores[rm] if row.get("failed") and row.get("score") is not None)
+        if fallback:
+            log.warning("RM %s: %d unparseable replies scored with the fallback value "
+                        "(reward.generative_failure_score)", rm, fallback)
+        add(rm, rm, "rm", R, nan + fallback)
     add("_oracle", ORACLE, ORACLE, None, 0)
     add("_random", RANDOM, RANDOM, None, 0)
     return curves, pd.DataFrame(table, columns=TABLE_COLUMNS)
 
 
-def bon_table(policies: Mapping[str, dict], out_table: str, ks: Sequence[int], n: int,
+def bon_table(policies: Mapping[str, dict | Sequence[dict]], out_table: str, ks: Sequence[int], n: int,
               seed: int = 0, n_boot: int = 1000) -> "object":
-    """policies: {policy: {"samples": path, "judged": path, "rm_scores": {rm: path}, "curves_dir": path}}.
-    Writes curves_dir/{rm}.csv, _oracle.csv, _random.csv per policy and the tidy table."""
+    """policies: {policy: paths} or {policy: [paths of sample set 0, 1, ...]} (`bon.sample_sets`), each
+    paths {"samples", "judged", "rm_scores": {rm: path}, "curves_dir"}. Writes each set's
+    curves_dir/{rm}.csv, _oracle.csv, _random.csv and the tidy table: one row per (policy, RM,
+    estimator, k), over the sample sets when there are several (`combine_sample_sets`)."""
     import pandas as pd
 
     tables = []
-    for policy, paths in policies.items():
-        samples = read_jsonl(paths["samples"])
-        judged = read_jsonl(paths["judged"])
-        rm_rows = {rm: read_jsonl(p) for rm, p in paths["rm_scores"].items()}
-        curves, table = bon_curves(samples, judged, rm_rows, ks, n, policy, seed, n_boot)
-        cdir = Path(paths["curves_dir"])
-        for name, df in curves.items():
-            write_csv(cdir / f"{name}.csv", df)
-        tables.append(table)
-        log.info("policy %s: %d RMs, %d questions, %d samples without a judge score", policy, len(rm_rows),
-                 len({r["question_id"] for r in samples}), int(table["judge_nan_samples"].iloc[0]))
+    for policy, sets in policies.items():
+        sets = [sets] if isinstance(sets, Mapping) else list(sets)
+        set_curves, set_tables = [], []
+        for i, paths in enumerate(sets):
+            samples = read_jsonl(paths["samples"])
+            judged = read_jsonl(paths["judged"])
+            rm_rows = {rm: read_jsonl(p) for rm, p in paths["rm_scores"].items()}
+            curves, table = bon_curves(samples, judged, rm_rows, ks, n, policy, seed, n_boot)
+            cdir = Path(paths["curves_dir"])
+            for name, df in curves.items():
+                write_csv(cdir / f"{name}.csv", df)
+            set_curves.append(curves)
+            set_tables.append(table)
+            log.info("policy %s, sample set %d: %d RMs, %d questions, %d samples without a judge score", policy, i,
+                     len(rm_rows), len({r["question_id"] for r in samples}), int(table["judge_nan_samples"].iloc[0]))
+        tables.append(set_tables[0] if len(sets) == 1 else
+                      combine_sample_sets(policy, set_curves, set_tables, seed, n_boot))
     df = pd.concat(tables, ignore_index=True)
     write_csv(out_table, df)
     return df
+
+
+def _curve_name(label: str) -> str:
+    return {ORACLE: "_oracle", RANDOM: "_random"}.get(label, label)
+
+
+def combine_sample_sets(policy: str, set_curves: Sequence[Mapping], set_tables: Sequence, seed: int = 0,
+                        n_boot: int = 1000) -> "object":
+    """One policy's table rows over several sample sets (`bon.sample_sets`): each question's value is
+    the mean over the sets where its cell is defined (a set whose selected sample has no judge score
+    leaves that set out for that question), `mean` is the mean over questions of those values and the
+    CI resamples questions (the between-set spread enters only through the per-question means; the
+    sets themselves are not resampled). The counts (rm_failures, judge_dropped,
+    judge_nan_samples, judge_failed_samples) are summed over the sets; n_questions counts the
+    questions with a value in at least one set."""
+    import pandas as pd
+
+    boot_seed = stable_seed(seed, "bon", policy)  # as bon_curves: the same resamples for every RM and k
+    counts = ["rm_failures", "judge_dropped", "judge_nan_samples", "judge_failed_samples"]
+    keyed = [{(name, est, int(k)): part.set_index("question_id")[["judge_score", "win_vs_random"]]
+              for name, df in curves.items() for (est, k), part in df.groupby(["estimator", "k"], sort=False)}
+             for curves in set_curves]
+    out = []
+    for i, row in set_tables[0].iterrows():
+        key = (_curve_name(row["rm"]), row["estimator"], int(row["k"]))
+        parts = [c[key] for c in keyed]
+        qids = parts[0].index
+        if any(not p.index.equals(qids) for p in parts[1:]):
+            raise ValueError(f"bon: policy {policy}: the sample sets' curves of {key[0]} cover different questions "
+                             "(every set must sample the same evaluation questions)")
+        vals = {}
+        for col in ("judge_score", "win_vs_random"):
+            stack = np.stack([p[col].to_numpy(dtype=float) for p in parts])
+            have = np.isfinite(stack).sum(axis=0)
+            vals[col] = np.where(have > 0, np.nansum(stack, axis=0) / np.maximum(have, 1), np.nan)
+        ok = np.isfinite(vals["judge_score"])
+        m, lo, hi = bootstrap_ci(vals["judge_score"][ok], n_boot=n_boot, seed=boot_seed)
+        wm, wlo, whi = bootstrap_ci(vals["win_vs_random"][ok], n_boot=n_boot, seed=boot_seed)
+        new = {**row.to_dict(), "n_questions": int(ok.sum()), "mean": m, "ci_low": lo, "ci_high": hi,
+               "win_rate": wm, "win_ci_low": wlo, "win_ci_high": whi}
+        new.update({c: int(sum(int(t.loc[i, c]) for t in set_tables)) for c in counts})
+        out.append(new)
+    return pd.DataFrame(out, columns=TABLE_COLUMNS)
 
 
 # ---- the downstream contract (prbench.downstream) --------------------------------------------------
 CURVE_MEASURES = (("judge_score", "judge_score"), ("win_rate", "win_vs_random"))
 
 
-def curve_measures(policy: str, rm: str, path) -> "object":
-    """One RM's curves file as downstream measure rows: judge_score and win_rate (vs a random
-    sample) at every k and estimator, and the area under each curve over log2 k normalised by the
-    log2 k range (the curve's average height; measure `auc_<measure>`, k empty). Rows follow the
-    file's question order."""
+def curve_measures(policy: str, rm: str, path, replicate: int = 0) -> "object":
+    """One RM's curves file (of sample set `replicate`) as downstream measure rows: judge_score and
+    win_rate (vs a random sample) at every k and estimator, and the area under each curve over log2 k
+    normalised by the log2 k range (the curve's average height; measure `auc_<measure>`, k empty).
+    Rows follow the file's question order."""
     import pandas as pd
 
     df = pd.read_csv(path)
@@ -323,12 +392,14 @@ def curve_measures(policy: str, rm: str, path) -> "object":
             rows += [(q, str(est), f"auc_{measure}", None, float(v)) for q, v in zip(table.index, auc)]
     rows.sort(key=lambda r: first[r[0]])  # stable: the file's question order, then as built
     return pd.DataFrame([{"policy": policy, "rm": rm, "method": "bon", "estimator": est, "measure": m, "k": k,
-                          "question_id": q, "subset": subset[q], "value": v} for q, est, m, k, v in rows])
+                          "replicate": int(replicate), "question_id": q, "subset": subset[q], "value": v}
+                         for q, est, m, k, v in rows])
 
 
-def write_bon_measures(curves: Mapping[tuple[str, str], str], out_csv) -> "object":
-    """Rule bon_measures: every (policy, RM) curves file -> results/downstream/bon.csv."""
+def write_bon_measures(curves: Mapping[tuple, str], out_csv) -> "object":
+    """Rule bon_measures: every (policy, RM[, sample set]) curves file -> results/downstream/bon.csv
+    (a key without a sample set is set 0)."""
     import pandas as pd
 
-    return write_measures(out_csv, pd.concat([curve_measures(p, r, path) for (p, r), path in curves.items()],
-                                             ignore_index=True))
+    return write_measures(out_csv, pd.concat([curve_measures(key[0], key[1], path, key[2] if len(key) > 2 else 0)
+                                              for key, path in curves.items()], ignore_index=True))

@@ -110,7 +110,8 @@ def aspects_by_question(judge_key_rows: Sequence[dict]) -> dict[str, list[str]]:
 def judge_bon(samples_path: str, prompts_path: str, judge_keys_path: str, judge_cfg: dict, seed: int,
               cache_dir: str, out_path: str, judge=None) -> dict:
     """Judge every unique sample once (cached: reads every shard of cache_dir, writes the shard named
-    after out_path); writes question_id, sample_idx, score, ratings, failures."""
+    after out_path); writes question_id, sample_idx, score, ratings, failures, failed (the final
+    reply was unparseable: score null under judge.failure exclude, 0.0 under zero)."""
     samples = read_jsonl(samples_path)
     questions = {r["question_id"]: r["question"] for r in read_jsonl(prompts_path)}
     aspects = aspects_by_question(read_jsonl(judge_keys_path))
@@ -126,17 +127,19 @@ def judge_bon(samples_path: str, prompts_path: str, judge_keys_path: str, judge_
     results = judge_items_cached(judge, items, cache_dir, shard_name(out_path))
     out = [{"question_id": r["question_id"], "sample_idx": r["sample_idx"],
             "score": None if math.isnan(res.score) else res.score, "ratings": res.ratings,
-            "failures": res.failures} for r, res in zip(samples, results)]
+            "failures": res.failures, "failed": bool(res.failed)} for r, res in zip(samples, results)]
     write_jsonl(out_path, out)
     nan = sum(1 for o in out if o["score"] is None)
     report = {"samples": len(out), "unique": len(set(items)), "nan_scores": nan,
-              "parse_failures": sum(o["failures"] for o in out)}
+              "failed": sum(o["failed"] for o in out), "parse_failures": sum(o["failures"] for o in out)}
     log.info("judged %s", report)
     return report
 
 
 def score_bon(samples_path: str, prompts_path: str, rm_spec: dict, out_path: str, rm=None) -> dict:
-    """Score every sample with one RM; NaN (failure) is written as null and counted."""
+    """Score every sample with one RM; NaN (failure) is written as null and counted. When the RM scores
+    its failures with a fallback value (`reward.generative: pointwise`, `ScoreOutput.failed`) every
+    row carries `failed` (true = unparseable reply scored with the fallback) and they are counted."""
     samples = read_jsonl(samples_path)
     prompts = {r["question_id"]: r for r in read_jsonl(prompts_path)}
     reqs = []
@@ -154,7 +157,14 @@ def score_bon(samples_path: str, prompts_path: str, rm_spec: dict, out_path: str
         raise ValueError(f"RM {rm_spec.get('name')}: returned {len(scores)} scores for {len(reqs)} samples")
     rows = [{"question_id": r["question_id"], "sample_idx": r["sample_idx"],
              "score": None if np.isnan(s) else float(s)} for r, s in zip(samples, scores)]
+    fallback = 0
+    if out.failed is not None:  # a rule scored the failures (reward.generative_failure_score): flag each
+        failed = np.asarray(out.failed, dtype=bool)
+        for row, bad in zip(rows, failed):
+            row["failed"] = bool(bad)
+        fallback = int((failed & ~np.isnan(scores)).sum())
     write_jsonl(out_path, rows)
-    report = {"rm": rm_spec.get("name"), "samples": len(rows), "failures": int(np.isnan(scores).sum())}
+    report = {"rm": rm_spec.get("name"), "samples": len(rows), "failures": int(np.isnan(scores).sum()) + fallback,
+              "fallback_scored": fallback}
     log.info("scored %s", report)
     return report

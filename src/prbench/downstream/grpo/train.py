@@ -76,7 +76,7 @@ from ..checkpoints import (
     model_fingerprint,
 )
 from ..policy import load_policy_model
-from ..prompt_rows import base_reference_answers, cap_prompt_rows, load_prompt_rows
+from ..prompt_rows import base_reference_answers, cap_prompt_rows, filter_long_prompts, load_prompt_rows
 from ..reward_adapter import PromptIndex, RewardAdapter, render_policy_prompt
 
 log = logging.getLogger("prbench.downstream.grpo.train")
@@ -84,7 +84,7 @@ log = logging.getLogger("prbench.downstream.grpo.train")
 TRAIN_KEYS = ("lr", "beta", "num_generations", "prompts_per_step", "steps", "num_iterations", "epsilon",
               "loss_type", "scale_rewards", "max_completion_length", "temperature", "top_p", "top_k",
               "repetition_penalty", "reward_scale", "nan_reward", "per_device_batch_size",
-              "gradient_checkpointing", "max_prompt_tokens",
+              "gradient_checkpointing", "max_prompt_tokens", "long_prompts",
               "save_steps")
 # trl log keys that measure wall-clock time: not reproducible, kept out of the training log
 _VOLATILE = ("time", "per_second", "flos")
@@ -306,7 +306,8 @@ def _build(policy_path, rm, rows, s, seed, ckpt_root, trust_remote_code, device,
         raise ValueError(f"policy {policy_path}: tokenizer needs a pad and an eos token")
     neutralize(policy)
     policy.generation_config.pad_token_id = tok.pad_token_id
-    rows, cap = cap_prompt_rows(rows, tok, s["max_prompt_tokens"])
+    rows, cap = cap_prompt_rows(rows, tok, s["max_prompt_tokens"], "trim", "grpo")
+    cap.pop("prompts_filtered")  # filtering (grpo.long_prompts filter) ran before: train_grpo
     if cap["prompts_capped"]:
         log.warning("grpo.max_prompt_tokens %d: dropped %d profile posts from %d of %d prompts",
                     s["max_prompt_tokens"], cap["posts_dropped"], cap["prompts_capped"], len(rows))
@@ -333,6 +334,9 @@ def train_grpo(policy_path: str, rm_spec: dict | None, train_prompts: str | os.P
     `prbench.rms.load_reward_model` unless an `rm` object is given (tests); `callbacks` are extra
     trainer callbacks, run after ours."""
     rows = load_prompt_rows(train_prompts)
+    full = entry_with_defaults(grpo_cfg, "grpo")
+    rows, filtered = filter_long_prompts(rows, policy_path, trust_remote_code, full["max_prompt_tokens"],
+                                         full["long_prompts"], "grpo")
     s = resolve_settings(grpo_cfg, len(rows))
     check_save_steps(s)
     run_seed = stable_seed(seed, "grpo") % (2**31)  # one seed for every RM: same prompt order
@@ -358,7 +362,8 @@ def train_grpo(policy_path: str, rm_spec: dict | None, train_prompts: str | os.P
     shutil.rmtree(ckpts.root, ignore_errors=True)
     summary = {"steps": s["total_steps"], "prompts_per_step": s["prompts_per_step"],
                "num_generations": s["num_generations"], "resumed_from": resumed_from,
-               "reward_failures": int(adapter.total.failures), "reward_scored": int(adapter.total.scored), **cap}
+               "reward_failures": int(adapter.total.failures), "reward_scored": int(adapter.total.scored),
+               "prompts": len(rows), **cap, **filtered}
     if summary["reward_failures"]:
         log.warning("GRPO %s: RM failed on %d of %d completions (nan_reward=%g used)", run_name,
                     summary["reward_failures"], summary["reward_scored"], s["nan_reward"])

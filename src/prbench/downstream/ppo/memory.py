@@ -7,12 +7,22 @@ with the rollout scores released as read (`prbench.downstream.ppo.rollout`), cal
 * weights: policy and critic in float32 with float32 gradients and two AdamW moments
   (16 bytes per parameter each; every process holds full copies: plain DDP, no ZeRO), the
   reference policy in bf16 (2 bytes per parameter);
-* rollout: the float32 scores of `generate(output_scores=True)` for the whole local batch (local
-  batch x response length x vocab x 4 bytes; one copy: trl's own code keeps up to three, see
-  `prbench.downstream.ppo.rollout`) plus one chunk's stacking copy and the KV cache of one generation chunk;
-  then, per chunk of `local_rollout_forward_batch_size` rows, the reference forward over the full
-  query + response (bf16 logits over prompt + response tokens) and a float32 log-softmax of the
-  response slice, while the scores are still alive;
+* rollout, the path `train_ppo` runs (`rollout="forward"`, `prbench.downstream.ppo.rollout`): the
+  generation chunk (`ppo.rollout_generation_batch_size` rows per `generate` call; null = the
+  largest of local batch, local/2, local/4, ... whose plan fits `resources.gpu_mem_gb`) holds its
+  float32 KV cache over prompt + response (the policy generates in float32), the prefill's MLP
+  activations of one layer over its prompts (3 x intermediate x 4 bytes per token) and a few
+  float32 copies of one step's logits (`GEN_STEP_COPIES`); no scores are kept. Then, per chunk of
+  `local_rollout_forward_batch_size` rows, the policy forward over the response positions (float32
+  logits, scaled in place, and the log-softmax's work, counted as a second copy) and the
+  reference forward over the full query + response (bf16 logits over prompt + response tokens
+  and a float32 log-softmax of the response slice); the largest of the three phases counts. Not
+  yet measured on a GPU (no GPU was lent when it was written): its terms are sizes, not calibrated;
+* rollout, today's trl path (`rollout="scores"`, the path of every run in perf/gpu_runs): the
+  float32 scores of `generate(output_scores=True)` for the whole local batch (local batch x
+  response length x vocab x 4 bytes; one copy: trl's own code keeps up to three, see
+  `prbench.downstream.ppo.rollout`) plus one chunk's stacking copy and the KV cache of one
+  generation chunk; then the reference forward per chunk, while the scores are still alive;
 * training: per micro-batch (`per_device_batch_size` rows) the policy-and-value forward and
   backward over prompt + response: `TRAIN_LOGIT_BYTES` bytes per token and vocabulary entry over
   the whole sequence, `TRAIN_RESPONSE_BYTES` over the response slice (both measured), and the
@@ -49,6 +59,11 @@ RM_ACT_BYTES = 14.0          # per RM chunk token x (hidden + intermediate) (mea
 ALLOCATOR_OVERHEAD = 1.04    # reserved / allocated at the peak (measured 1.034-1.038)
 # The authors' prompt limit, assumed when ppo.max_prompt_tokens is null (prompts are not capped).
 DEFAULT_PROMPT_TOKENS = 8192
+# float32 copies of one decode step's logits alive at once in `generate` with sampling (the logits,
+# the temperature-scaled scores, the probabilities, the sampler's exponential draws): a size, not
+# measured.
+GEN_STEP_COPIES = 4
+ROLLOUT_PATHS = ("forward", "scores")
 
 # Shapes of the hub models config.yaml names (from their config.json; parameters counted once).
 KNOWN_CONFIGS: dict[str, dict] = {
@@ -64,8 +79,8 @@ SHAPE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_h
               "intermediate_size")
 # Keys a refused plan names.
 TUNING_KEYS = ("ppo.gpus", "ppo.per_device_batch_size", "ppo.local_rollout_forward_batch_size",
-               "ppo.gradient_checkpointing", "ppo.max_prompt_tokens", "ppo.response_length", "ppo.batch_size",
-               "resources.gpu_mem_gb")
+               "ppo.rollout_generation_batch_size", "ppo.gradient_checkpointing", "ppo.max_prompt_tokens",
+               "ppo.response_length", "ppo.batch_size", "resources.gpu_mem_gb")
 
 
 @dataclass
@@ -124,10 +139,13 @@ class Plan:
     per_device_batch_size: int
     gradient_accumulation: int
     rollout_chunk: int
+    generation_chunk: int
+    rollout: str
     prompt_tokens: int
     response_length: int
     gradient_checkpointing: bool
     parts_gb: dict
+    rollout_gb: float  # the rollout phase's peak above the weights (generation, logprob, reference)
     train_gpu_gb: float
     rm_gpu_gb: float
     peak_gb: float
@@ -156,10 +174,46 @@ def layout(batch_size: int, mini_batch_size: int, gpus: int, per_device: int | N
     return procs, m, per_proc // m
 
 
-def plan(policy: ModelShape, rm: ModelShape | None, ppo: dict, gpus: int, limit_gb: float) -> Plan:
-    """The per-GPU peak of a PPO run on `gpus` GPUs (0 = CPU: planned as one device)."""
+def generation_activations(shape: ModelShape, rows: int, prompt: int, total: int, kv_bytes: int,
+                           act_bytes: int) -> dict:
+    """Bytes of one `generate` call over `rows` rows: KV cache over prompt + response, the
+    prefill's activations of one layer (MLP gate/up/act over the prompt tokens, hidden states) and
+    GEN_STEP_COPIES float32 copies of one step's logits."""
+    head_dim = shape.hidden_size // shape.num_attention_heads
+    kv = 2 * shape.num_hidden_layers * shape.num_key_value_heads * head_dim * total * rows * kv_bytes
+    prefill = rows * prompt * (3 * shape.intermediate_size + 4 * shape.hidden_size) * act_bytes
+    step = GEN_STEP_COPIES * rows * shape.vocab_size * 4
+    return {"kv": kv, "prefill": prefill, "step": step}
+
+
+def plan(policy: ModelShape, rm: ModelShape | None, ppo: dict, gpus: int, limit_gb: float,
+         rollout: str = "forward") -> Plan:
+    """The per-GPU peak of a PPO run on `gpus` GPUs (0 = CPU: planned as one device), for the
+    rollout path `train_ppo` runs (`forward`) or today's trl path (`scores`, the measured runs).
+    A null `ppo.rollout_generation_batch_size` is resolved to the largest generation chunk that
+    fits `limit_gb` (local batch, then halved)."""
     ppo = entry_with_defaults(ppo, "ppo")  # a partial section (tests, params) gets the schema's defaults
+    if rollout not in ROLLOUT_PATHS:
+        raise ValueError(f"rollout path {rollout!r}: one of {ROLLOUT_PATHS}")
     g = max(1, int(gpus))
+    procs, _, _ = layout(ppo["batch_size"], ppo["mini_batch_size"], g, ppo["per_device_batch_size"])
+    local = ppo["batch_size"] // procs
+    if rollout == "forward" and not ppo.get("rollout_generation_batch_size"):
+        tried, gen = [], local
+        while True:
+            p = _plan(policy, rm, dict(ppo, rollout_generation_batch_size=gen), g, limit_gb, rollout)
+            if p.fits:
+                return p
+            tried.append(p)
+            if gen == 1:
+                break
+            gen = math.ceil(gen / 2)
+        # nothing fits (another phase is too large): the largest chunk that does not raise the peak
+        return next(p for p in tried if p.peak_gb <= tried[-1].peak_gb)
+    return _plan(policy, rm, ppo, g, limit_gb, rollout)
+
+
+def _plan(policy: ModelShape, rm: ModelShape | None, ppo: dict, g: int, limit_gb: float, rollout: str) -> Plan:
     procs, m, accum = layout(ppo["batch_size"], ppo["mini_batch_size"], g, ppo["per_device_batch_size"])
     local = ppo["batch_size"] // procs
     chunk = min(local, ppo["local_rollout_forward_batch_size"] or min(local, 64))
@@ -173,12 +227,22 @@ def plan(policy: ModelShape, rm: ModelShape | None, ppo: dict, gpus: int, limit_
     parts["policy+critic weights, grads, AdamW (fp32)"] = 2 * 16 * policy.params
     parts["reference policy (bf16)"] = 2 * policy.params
     weights = sum(parts.values())
-    rollout_logits = local * R * V * 4
-    kv_cache = 2 * L * policy.num_key_value_heads * head_dim * T * chunk * 2
-    stack_copy = chunk * R * V * 4  # trl's generate stacks one chunk's scores
     ref_chunk = chunk * T * V * 2 + chunk * R * V * 4
-    rollout_peak = rollout_logits + max(stack_copy + kv_cache, ref_chunk)
-    parts["rollout: scores of the local batch (fp32, released as read)"] = rollout_logits
+    if rollout == "scores":
+        gen = chunk
+        rollout_logits = local * R * V * 4
+        kv_cache = 2 * L * policy.num_key_value_heads * head_dim * T * chunk * 2
+        stack_copy = chunk * R * V * 4  # trl's generate stacks one chunk's scores
+        rollout_peak = rollout_logits + max(stack_copy + kv_cache, ref_chunk)
+        parts["rollout: scores of the local batch (fp32, released as read)"] = rollout_logits
+    else:
+        gen = min(local, int(ppo["rollout_generation_batch_size"] or local))
+        ga = generation_activations(policy, gen, P, T, kv_bytes=4, act_bytes=4)  # float32 policy
+        gen_peak = ga["kv"] + max(ga["prefill"], ga["step"])
+        logprob_chunk = 2 * chunk * R * V * 4  # response logits (scaled in place) and log-softmax work
+        rollout_peak = max(gen_peak, logprob_chunk, ref_chunk)
+        parts["rollout: generate of one generation chunk (KV cache, prefill, step logits)"] = gen_peak
+        parts["rollout: policy logprob forward of one chunk (response logits, fp32)"] = logprob_chunk
     parts["rollout: reference forward of one chunk"] = ref_chunk
     act_per_layer = (2 if gc else 34) * h * T * m
     acts = 2 * (L * act_per_layer + (34 * h * T * m if gc else 0))  # policy and value backbones
@@ -198,8 +262,10 @@ def plan(policy: ModelShape, rm: ModelShape | None, ppo: dict, gpus: int, limit_
     train_gpu = (weights + max(rollout_peak, train_peak) + (rm_gb if g == 1 else 0.0)) * ALLOCATOR_OVERHEAD
     peak = max(train_gpu, rm_gpu)
     return Plan(gpus=g, train_processes=procs, rm_own_gpu=g > 1, local_batch=local, per_device_batch_size=m,
-                gradient_accumulation=accum, rollout_chunk=chunk, prompt_tokens=P, response_length=R,
+                gradient_accumulation=accum, rollout_chunk=chunk, generation_chunk=gen, rollout=rollout,
+                prompt_tokens=P, response_length=R,
                 gradient_checkpointing=gc, parts_gb={k: round(v / GB, 2) for k, v in parts.items()},
+                rollout_gb=round(rollout_peak / GB, 2),
                 train_gpu_gb=round(train_gpu / GB, 2), rm_gpu_gb=round(rm_gpu / GB, 2),
                 peak_gb=round(peak / GB, 2), limit_gb=float(limit_gb))
 
@@ -281,12 +347,22 @@ def gpus_per_run(config: dict, policies, rms) -> dict[tuple[str, str], int]:
     return out
 
 
+def generation_chunk_per_run(config: dict, policies, rms) -> dict[tuple[str, str], int | None]:
+    """Rows per rollout `generate` call of each train_ppo job, keyed (policy, rm): the plan's
+    generation chunk at the job's GPU count (`ppo.rollout_generation_batch_size`, or the largest
+    that fits `resources.gpu_mem_gb`); None in the demo (CPU: the whole local batch)."""
+    if config["demo"]["enabled"]:
+        return {(p, r): None for p in policies for r in rms}
+    return {(p, r): plan_for_config(config, p, r).generation_chunk for p in policies for r in rms}
+
+
 def format_plan(p: Plan, title: str = "") -> str:
     lines = [f"PPO memory plan {title}".rstrip(),
              f"  layout: {p.gpus} GPU(s), {p.train_processes} training process(es)"
              + (", RM on its own GPU" if p.rm_own_gpu else ", RM on the training GPU"),
              f"  batch: local rollout batch {p.local_batch}, micro-batch {p.per_device_batch_size} x "
-             f"gradient accumulation {p.gradient_accumulation}, rollout chunk {p.rollout_chunk}, "
+             f"gradient accumulation {p.gradient_accumulation}, rollout forward chunk {p.rollout_chunk}, "
+             f"generation chunk {p.generation_chunk} ({p.rollout} path), "
              f"gradient checkpointing {'on' if p.gradient_checkpointing else 'off'}",
              f"  tokens: prompt {p.prompt_tokens} + response {p.response_length}"]
     for k, v in p.parts_gb.items():

@@ -92,3 +92,100 @@ def releasing_rollout_scores(enabled: bool = True):
         yield
     finally:
         trl_ppo.batch_generation = original
+
+
+# ---------------------------------------------------------------------------------------------
+# The new path: token ids in full generation chunks, logprobs from a forward pass (issue 23)
+# ---------------------------------------------------------------------------------------------
+def generate_ids(model, queries, pad_token_id, generation_config) -> torch.Tensor:
+    """trl's `generate` without the per-token scores: query + response token ids only."""
+    context_length = queries.shape[1]
+    attention_mask = queries != pad_token_id
+    input_ids = torch.masked_fill(queries, ~attention_mask, 0)
+    out = model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=generation_config,
+                         return_dict_in_generate=True, output_scores=False)
+    return torch.cat((queries, out.sequences[:, context_length:]), dim=1)
+
+
+@torch.no_grad()
+def response_logits(model, query_responses: torch.Tensor, context_length: int, pad_token_id: int,
+                    temperature: float) -> torch.Tensor:
+    """The float32 logits (divided by trl's `temperature + 1e-7`) that predict each response token:
+    what trl's rollout scores hold, from one forward pass over query + response. Only the response
+    positions go through the LM head (`logits_to_keep`); masks and positions as trl's `forward`."""
+    attention_mask = query_responses != pad_token_id
+    position_ids = attention_mask.cumsum(1) - attention_mask.long()
+    input_ids = torch.masked_fill(query_responses, ~attention_mask, 0)
+    width = query_responses.shape[1] - context_length
+    kw = dict(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, return_dict=True)
+    try:
+        out = model(**kw, logits_to_keep=width + 1)
+    except TypeError:  # a model class without `logits_to_keep`: logits over every position
+        out = model(**kw)
+    logits = out.logits[:, -(width + 1):-1].float()
+    return logits.div_(temperature + 1e-7)  # in place: one chunk of response logits, not two
+
+
+class ForwardScores:
+    """Stands where trl reads its rollout scores (`logitss[i : i + chunk]`): each read runs the
+    policy forward over those rows (`response_logits`) instead of keeping generate's scores, so at
+    most one forward chunk of response logits exists at a time. trl reads each chunk once, after
+    leaving `unwrap_model_for_generation`: fine for plain DDP (the module is the same object);
+    DeepSpeed ZeRO-3, which gathers the weights only inside that block, is not supported."""
+
+    def __init__(self, model, query_responses, context_length, pad_token_id, temperature, chunk_size):
+        self.model, self.query_responses = model, query_responses
+        self.context_length, self.pad_token_id = int(context_length), pad_token_id
+        self.temperature, self.chunk_size = float(temperature), int(chunk_size)
+        self.batch_size = int(query_responses.shape[0])
+        self.shape = (self.batch_size, int(query_responses.shape[1]) - self.context_length)
+        self.forwards = 0
+
+    def __len__(self) -> int:
+        return self.batch_size
+
+    def __getitem__(self, idx):
+        if not isinstance(idx, slice) or idx.step not in (None, 1) or (idx.start or 0) % self.chunk_size:
+            raise TypeError(f"rollout logits are read one chunk of {self.chunk_size} rows at a time, got {idx!r}")
+        start = idx.start or 0
+        stop = min(self.batch_size if idx.stop is None else idx.stop, self.batch_size)
+        if start >= stop:
+            raise IndexError(f"rollout rows {start}:{stop} of {self.batch_size}")
+        self.forwards += 1
+        return response_logits(self.model, self.query_responses[start:stop], self.context_length,
+                               self.pad_token_id, self.temperature)
+
+
+def ids_batch_generation(model, queries, generation_chunk, pad_token_id, generation_config, *,
+                         forward_chunk, temperature):
+    """Rollouts in `generation_chunk` rows per `generate` call (token ids only), right-padded like
+    trl's `batch_generation`, with `ForwardScores` in place of the scores (read per `forward_chunk`)."""
+    from trl.trainer.utils import pad
+
+    batch_size = queries.shape[0]
+    responses = [generate_ids(model, queries[i:i + generation_chunk], pad_token_id, generation_config)
+                 for i in range(0, batch_size, generation_chunk)]
+    padded = pad(responses, padding_value=pad_token_id, padding_side="right")
+    padded = padded.view(-1, padded.shape[-1])[:batch_size]
+    return padded, ForwardScores(model, padded, queries.shape[1], pad_token_id, temperature, forward_chunk)
+
+
+@contextlib.contextmanager
+def forward_logprob_rollouts(generation_chunk: int | None, temperature: float):
+    """Within the block, trl's PPOTrainer generates each step's rollouts `generation_chunk` rows per
+    `generate` call (None = the whole local batch in one call), keeps only their token ids, and
+    computes the rollout logprobs by a policy forward per `local_rollout_forward_batch_size` rows."""
+    from trl.experimental.ppo import ppo_trainer as trl_ppo
+
+    original = trl_ppo.batch_generation
+
+    def batch_generation(model, queries, local_rollout_forward_batch_size, pad_token_id, generation_config):
+        chunk = int(generation_chunk or queries.shape[0])
+        return ids_batch_generation(model, queries, chunk, pad_token_id, generation_config,
+                                    forward_chunk=local_rollout_forward_batch_size, temperature=temperature)
+
+    trl_ppo.batch_generation = batch_generation
+    try:
+        yield
+    finally:
+        trl_ppo.batch_generation = original

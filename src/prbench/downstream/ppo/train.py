@@ -48,10 +48,10 @@ from ...rms import load_reward_model
 from ...seeding import seed_everything, stable_seed
 from ..checkpoints import CKPT_PREFIX, fingerprint, latest_checkpoint, list_checkpoints
 from ..policy import load_policy_model
-from ..prompt_rows import base_reference_answers, cap_prompt_rows, load_prompt_rows, render_key
+from ..prompt_rows import base_reference_answers, cap_prompt_rows, filter_long_prompts, load_prompt_rows, render_key
 from ..reward_adapter import PromptIndex, RewardAdapter
 from .checkpoint import PromptBatches, rng_state, set_rng_state
-from .rollout import releasing_rollout_scores
+from .rollout import forward_logprob_rollouts
 
 log = logging.getLogger("prbench.downstream.ppo.train")
 
@@ -59,7 +59,8 @@ log = logging.getLogger("prbench.downstream.ppo.train")
 TRAIN_KEYS = ("actor_lr", "critic_lr", "batch_size", "mini_batch_size", "ppo_epochs", "total_episodes",
               "response_length", "temperature", "kl_coef", "nan_reward", "per_device_batch_size",
               "local_rollout_forward_batch_size", "gradient_checkpointing", "max_prompt_tokens", "world_size",
-              "reward_scale")
+              "reward_scale", "gae_lambda", "cliprange_value", "lr_scheduler", "weight_decay", "long_prompts",
+              "rollout_generation_batch_size")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,12 +96,15 @@ def resolve_settings(ppo_cfg: dict, n_prompts: int, n_procs: int | None = None) 
     s["world_size"] = int(n_procs if n_procs is not None else world_size())
     s["nan_reward"] = float(s["nan_reward"])
     s["reward_scale"] = float(s["reward_scale"])
+    for k in ("gae_lambda", "cliprange_value", "weight_decay"):
+        s[k] = float(s[k])
     s["save_steps"] = int(ppo_cfg["save_steps"])
     s["gradient_checkpointing"] = bool(s["gradient_checkpointing"])
     for k in ("batch_size", "mini_batch_size", "ppo_epochs", "response_length"):
         if not isinstance(s[k], int) or s[k] < 1:
             raise ValueError(f"config key ppo.{k}: must be a positive integer, got {s[k]!r}")
-    for k in ("per_device_batch_size", "local_rollout_forward_batch_size", "max_prompt_tokens"):
+    for k in ("per_device_batch_size", "local_rollout_forward_batch_size", "max_prompt_tokens",
+              "rollout_generation_batch_size"):
         if s[k] is not None and (not isinstance(s[k], int) or s[k] < 1):
             raise ValueError(f"config key ppo.{k}: must be a positive integer or null, got {s[k]!r}")
     if s["batch_size"] % s["mini_batch_size"]:
@@ -117,6 +121,9 @@ def resolve_settings(ppo_cfg: dict, n_prompts: int, n_procs: int | None = None) 
                          f"per-process mini-batch {s['local_mini_batch_size']}")
     s["gradient_accumulation"] = s["local_mini_batch_size"] // s["micro_batch_size"]
     s["rollout_chunk"] = min(s["local_batch_size"], s["local_rollout_forward_batch_size"] or 64)
+    # rows per `generate` call (ppo.rollout): null = the whole local batch (the rule passes the memory
+    # plan's choice, prbench.downstream.ppo.memory.generation_chunk, on a GPU)
+    s["generation_chunk"] = min(s["local_batch_size"], s["rollout_generation_batch_size"] or s["local_batch_size"])
     if s["batch_size"] > n_prompts:
         raise ValueError(
             f"config key ppo.batch_size: {s['batch_size']} is larger than the {n_prompts} training prompts")
@@ -124,6 +131,22 @@ def resolve_settings(ppo_cfg: dict, n_prompts: int, n_procs: int | None = None) 
         s["total_episodes"] = n_prompts
     s["total_steps"] = math.ceil(s["total_episodes"] / s["batch_size"])
     return s
+
+
+def build_optimizer(policy, value, s: dict):
+    """AdamW with two parameter groups (actor at ppo.actor_lr, critic at ppo.critic_lr), both with
+    ppo.weight_decay, and the LR schedule ppo.lr_scheduler over the run's total_steps: `linear`
+    decays both rates to 0 (trl's default), `constant` keeps them (verl's warmup_style constant,
+    no warmup)."""
+    from transformers import get_scheduler
+
+    optimizer = torch.optim.AdamW([
+        {"params": [p for p in policy.parameters() if p.requires_grad], "lr": s["actor_lr"]},
+        {"params": [p for p in value.parameters() if p.requires_grad], "lr": s["critic_lr"]},
+    ], lr=s["actor_lr"], eps=1e-5, weight_decay=s["weight_decay"])
+    scheduler = get_scheduler(s["lr_scheduler"], optimizer, num_warmup_steps=0,
+                              num_training_steps=s["total_steps"])
+    return optimizer, scheduler
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,7 +311,9 @@ class _PPORun:
         from datasets import Dataset
 
         s = self.settings
-        self.prompt_rows, self.cap_stats = cap_prompt_rows(self.prompt_rows, tok, s["max_prompt_tokens"])
+        self.prompt_rows, self.cap_stats = cap_prompt_rows(self.prompt_rows, tok, s["max_prompt_tokens"], "trim",
+                                                           "ppo")
+        self.cap_stats.pop("prompts_filtered")  # filtering (ppo.long_prompts filter) ran before: train_ppo
         if self.cap_stats["prompts_capped"]:
             log.warning("ppo.max_prompt_tokens %d: dropped %d lowest-ranked profile posts from %d of %d prompts",
                         s["max_prompt_tokens"], self.cap_stats["posts_dropped"], self.cap_stats["prompts_capped"],
@@ -322,6 +347,11 @@ class _PPORun:
             response_length=s["response_length"],
             temperature=s["temperature"],
             kl_coef=s["kl_coef"],
+            lam=s["gae_lambda"],
+            cliprange_value=s["cliprange_value"],
+            # recorded in the trl config; the optimizer and schedule trl runs are built by build_optimizer
+            lr_scheduler_type=s["lr_scheduler"],
+            weight_decay=s["weight_decay"],
             stop_token="eos",
             local_rollout_forward_batch_size=s["rollout_chunk"],
             num_sample_generations=0,
@@ -338,7 +368,7 @@ class _PPORun:
     def _make_trainer(self, tok, policy, ref, value, dataset):
         """(trl's PPOTrainer with two AdamW parameter groups (actor, critic) and our batch layout,
         its collator)."""
-        from transformers import DataCollatorWithPadding, get_scheduler
+        from transformers import DataCollatorWithPadding
         from trl.experimental.ppo import PPOTrainer
 
         s = self.settings
@@ -346,11 +376,7 @@ class _PPORun:
         if s["gradient_checkpointing"]:  # trl's PPO loop does not enable it itself
             for m in (policy, value):
                 m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        optimizer = torch.optim.AdamW([
-            {"params": [p for p in policy.parameters() if p.requires_grad], "lr": s["actor_lr"]},
-            {"params": [p for p in value.parameters() if p.requires_grad], "lr": s["critic_lr"]},
-        ], lr=s["actor_lr"], eps=1e-5, weight_decay=0.0)
-        scheduler = get_scheduler("linear", optimizer, num_warmup_steps=0, num_training_steps=s["total_steps"])
+        optimizer, scheduler = build_optimizer(policy, value, s)
         collate = DataCollatorWithPadding(tok)
         trainer = PPOTrainer(args=args, processing_class=tok, model=policy, ref_model=ref,
                              reward_model=self.adapter, train_dataset=dataset, value_model=value,
@@ -389,6 +415,20 @@ class _PPORun:
     extra_callbacks: Sequence = ()
 
 
+def train_rows(train_prompts, ppo_cfg: dict, subset: str | None, policy_path: str,
+               trust_remote_code: bool) -> tuple[list[dict], dict]:
+    """The run's training prompt rows: one subset's (ppo.per_subset) or all, over-long ones left out
+    under ppo.long_prompts `filter` (counted: {"prompts_filtered": n})."""
+    rows = load_prompt_rows(train_prompts)
+    if subset is not None:
+        rows = [r for r in rows if r["subset"] == subset]
+        if not rows:
+            raise ValueError(f"{train_prompts}: no training prompts of subset {subset!r} (ppo.per_subset)")
+    full = entry_with_defaults(ppo_cfg, "ppo")
+    return filter_long_prompts(rows, policy_path, trust_remote_code, full["max_prompt_tokens"],
+                               full["long_prompts"], "ppo")
+
+
 def train_ppo(
     policy_path: str,
     rm_spec: dict | None,
@@ -404,14 +444,16 @@ def train_ppo(
     device: str = "auto",
     rm=None,
     callbacks: Sequence = (),
+    subset: str | None = None,
 ) -> dict:
     """Train (or resume) one PPO run; write the final policy to `model_out` and the curves to `log_csv`.
 
     `rm_spec` is the RM spec for `prbench.rms.load_reward_model` (ignored when an `rm` object is
     given, as tests do). `callbacks` are extra trl callbacks, run after the checkpoint callback.
-    Returns a summary dict (steps, resumed_from, reward failures).
+    `subset` (ppo.per_subset): that subset's prompts only (`train_rows`, also ppo.long_prompts).
+    Returns a summary dict (steps, resumed_from, reward failures, prompt counts).
     """
-    rows = load_prompt_rows(train_prompts)
+    rows, filtered = train_rows(train_prompts, ppo_cfg, subset, policy_path, trust_remote_code)
     settings = resolve_settings(ppo_cfg, len(rows))
     # One seed for every run (same prompt order for all RMs), derived from the config seed.
     run_seed = stable_seed(seed, "ppo") % (2**31)
@@ -433,7 +475,8 @@ def train_ppo(
     if resumed_from is None or resumed_from < settings["total_steps"]:
         log.info("PPO %s: %d steps x %d rollouts (%d prompts), response_length %d", run_name,
                  settings["total_steps"], settings["batch_size"], len(rows), settings["response_length"])
-        with releasing_rollout_scores():  # one copy of the rollout scores, released as read (ppo.rollout)
+        # rollouts in generation chunks, token ids only; logprobs from a forward pass (ppo.rollout)
+        with forward_logprob_rollouts(settings["generation_chunk"], settings["temperature"]):
             trainer.train()
     failures, scored = _all_sum([run.adapter.total.failures, run.adapter.total.scored])
     _write_outputs(run, tok, Path(model_out), log_csv)
@@ -441,7 +484,7 @@ def train_ppo(
         "steps": settings["total_steps"], "episodes": settings["total_episodes"], "resumed_from": resumed_from,
         "reward_failures": int(failures), "reward_scored": int(scored), "processes": settings["world_size"],
         "micro_batch_size": settings["micro_batch_size"], "gradient_accumulation": settings["gradient_accumulation"],
-        **run.cap_stats,
+        "prompts": len(rows), **run.cap_stats, **filtered,
     }
     if summary["reward_failures"]:
         log.warning("PPO %s: RM failed on %d of %d rollouts (nan_reward=%g used)", run_name,

@@ -1,0 +1,325 @@
+"""Inference on the correlation table: what a random RM ranking scores, how stable a coefficient is
+to the RM set, whether one benchmark beats another on the same downstream scores, what the run
+could detect, and which findings survive false-discovery-rate control.
+
+* `null_stats`        each coefficient under a random RM ranking of the benchmark: the null mean, its
+                      upper quantile and the one-sided p-value P(null >= value); exact over all n!
+                      rankings when n <= `EXACT_MAX_N` (7), else `n_perm` seeded random ones.
+* `leave_one_out`     the coefficient recomputed without each RM in turn (its min and max).
+* `compare`           the paired comparison of benchmarks A and B on the same downstream measure:
+                      the difference of their coefficients, a percentile CI from a bootstrap that
+                      resamples RMs (with replacement: a repeated RM is a tie) and questions jointly,
+                      a permutation test of the difference that swaps A's and B's ranks within each
+                      RM (exact over all 2^n swaps when n <= `EXACT_SWAP_MAX_N`, else `n_perm` seeded
+                      draws), and for Spearman and Pearson the Williams (1959) t-test for dependent,
+                      overlapping correlations (Steiger 1980, eq. 7).
+* `power_table`       by simulation from a trivariate normal: the smallest Spearman gap the run's n
+                      RMs detect with 80% power, and the number of RMs gaps of 0.2, 0.3, 0.5 need.
+* `bh_qvalues`        Benjamini-Hochberg adjusted p-values.
+
+Every random draw is seeded from the run's seed and a stable string (`prbench.seeding.stable_seed`).
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+
+import numpy as np
+from scipy import stats as sps
+
+from ..seeding import stable_seed
+from ..stats import percentile_interval
+from . import rankmetrics
+
+EXACT_MAX_N = 7  # n! <= 5040 rankings: enumerate them all (8! = 40320 costs minutes over a run's cells)
+EXACT_SWAP_MAX_N = 10  # 2^n <= 1024 swap patterns: enumerate them all
+RANK_ONLY = ("spearman", "kendall_tau_b", "weighted_tau", "rbo")  # depend on the scores' rankings only
+NORMALISED = ("ndcg", "rbo")  # reported as (value - null mean) / (1 - null mean) too
+POWER_TARGET = 0.8
+POWER_GAPS = (0.2, 0.3, 0.5)
+POWER_CENTER = 0.25  # the two population Spearman correlations are CENTER +- gap/2
+POWER_N_GRID = tuple(range(4, 31)) + tuple(range(35, 101, 5)) + tuple(range(120, 301, 20)) + (350, 400, 500)
+
+
+def pearson(x, y):
+    """Pearson's r per row (NaN for a constant or non-finite row)."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    xc = x - x.mean(-1, keepdims=True)
+    yc = y - y.mean(-1, keepdims=True)
+    den = np.sqrt((xc * xc).sum(-1) * (yc * yc).sum(-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.clip((xc * yc).sum(-1) / den, -1.0, 1.0)
+    r = np.where((den > 0) & np.isfinite(r), r, np.nan)
+    return float(r) if r.ndim == 0 else r
+
+
+# ---- null of one coefficient -------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _all_permutations(n: int) -> np.ndarray:
+    perms = np.array(list(itertools.permutations(range(n))), dtype=np.int64)
+    perms.setflags(write=False)
+    return perms
+
+
+def null_stats(x, y, fn, n_perm: int, seed: int, name: str, q: float = 0.95, cache: dict | None = None):
+    """(null mean, null q-quantile, one-sided p = P(null >= value)) of fn(x, y) when the RMs'
+    benchmark scores x are assigned to the RMs at random (y, the downstream measure, fixed).
+
+    Exact over all n! assignments when n <= EXACT_MAX_N (p includes the identity), else `n_perm`
+    seeded random ones (p = (1 + hits) / (n_perm + 1)). The null depends on x only through its
+    multiset of ranks, so x's sorted ranks are permuted (and the result cached on them)."""
+    x = rankmetrics.snap(x)
+    y = rankmetrics.snap(y)
+    n = len(x)
+    value = float(fn(x, y))
+    if n < 2 or not np.isfinite(value):
+        return float("nan"), float("nan"), float("nan")
+    xs = np.sort(rankmetrics.average_ranks(x))
+    if name in RANK_ONLY:  # these see y only through its ranking: one null per tie pattern
+        y = rankmetrics.average_ranks(y)
+    key = (name, n, xs.tobytes(), y.tobytes(), n_perm, seed)
+    if cache is not None and key in cache:
+        values, exact = cache[key]
+    else:
+        exact = n <= EXACT_MAX_N
+        if exact:
+            perms = _all_permutations(n)
+        elif n_perm > 0:
+            rng = np.random.default_rng(stable_seed(seed, "correlation-null", name, n))
+            perms = rng.permuted(np.broadcast_to(np.arange(n), (n_perm, n)).copy(), axis=1)
+        else:
+            return float("nan"), float("nan"), float("nan")
+        values = np.asarray(fn(xs[perms], np.broadcast_to(y, perms.shape)), dtype=float)
+        values = values[np.isfinite(values)]
+        if cache is not None:
+            cache[key] = (values, exact)
+    if len(values) == 0:
+        return float("nan"), float("nan"), float("nan")
+    hits = int((values >= value - 1e-12).sum())
+    p = hits / len(values) if exact else (hits + 1) / (len(values) + 1)
+    # rounded to 12 decimals: an exact null mean of 0 is written as 0, not as -1e-17 or -0
+    return round(float(values.mean()), 12) + 0.0, round(float(np.quantile(values, q)), 12) + 0.0, float(p)
+
+
+def normalised(value: float, null_mean: float) -> float:
+    """(value - null mean) / (1 - null mean): 0 = a random ranking, 1 = perfect (NDCG, RBO)."""
+    if not (np.isfinite(value) and np.isfinite(null_mean)) or null_mean >= 1:
+        return float("nan")
+    return float((value - null_mean) / (1.0 - null_mean))
+
+
+def leave_one_out(x, y, fn) -> np.ndarray:
+    """fn without each RM in turn: (n,) values (NaN where undefined); empty when n < 3."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n = len(x)
+    if n < 3:
+        return np.empty(0)
+    idx = np.array([[j for j in range(n) if j != i] for i in range(n)])
+    return np.asarray(fn(x[idx], y[idx]), dtype=float)
+
+
+def loo_range(values: np.ndarray) -> tuple[float, float]:
+    ok = values[np.isfinite(values)]
+    return (float(ok.min()), float(ok.max())) if len(ok) else (float("nan"), float("nan"))
+
+
+# ---- dependent overlapping correlations ----------------------------------------------------------
+
+
+def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, float]:
+    """Williams' t (Steiger 1980, eq. 7) for H0: rho12 = rho13 when variables 2 and 3 are
+    correlated r23 and all three are measured on the same n cases; (t, two-sided p), df = n - 3.
+
+    t = (r12 - r13) sqrt((n - 1)(1 + r23)) / sqrt(2 (n - 1)/(n - 3) |R| + rbar^2 (1 - r23)^3),
+    |R| = 1 - r12^2 - r13^2 - r23^2 + 2 r12 r13 r23, rbar = (r12 + r13) / 2."""
+    r12, r13, r23 = (np.asarray(v, dtype=float) for v in (r12, r13, r23))
+    if n < 4:
+        nan = np.full(np.broadcast(r12, r13, r23).shape, np.nan)
+        return (float(nan), float(nan)) if nan.ndim == 0 else (nan, nan)
+    det = 1 - r12**2 - r13**2 - r23**2 + 2 * r12 * r13 * r23
+    rbar = (r12 + r13) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = (r12 - r13) * np.sqrt((n - 1) * (1 + r23)) / np.sqrt(
+            2 * (n - 1) / (n - 3) * det + rbar**2 * (1 - r23) ** 3)
+    p = 2 * sps.t.sf(np.abs(t), n - 3)
+    if np.ndim(t) == 0:
+        return float(t), float(p)
+    return t, p
+
+
+# ---- paired comparison of two benchmarks ---------------------------------------------------------
+
+
+def rm_resamples(n: int, n_boot: int, seed: int) -> np.ndarray:
+    """(n_boot, n) indices of RMs drawn with replacement (shared by every comparison of a run)."""
+    rng = np.random.default_rng(stable_seed(seed, "correlation-rm-bootstrap", n))
+    return rng.integers(0, n, size=(n_boot, n))
+
+
+@functools.lru_cache(maxsize=None)
+def _all_swaps(n: int) -> np.ndarray:
+    swaps = np.array(list(itertools.product((False, True), repeat=n)), dtype=bool)
+    swaps.setflags(write=False)
+    return swaps
+
+
+def _swap_patterns(n: int, n_perm: int, seed: int) -> tuple[np.ndarray, bool]:
+    if n <= EXACT_SWAP_MAX_N:
+        return _all_swaps(n), True
+    rng = np.random.default_rng(stable_seed(seed, "correlation-swap", n))
+    return rng.random((n_perm, n)) < 0.5, False
+
+
+def _comparable(v: np.ndarray, coefficient: str) -> np.ndarray:
+    """The per-RM values swapped by the permutation test: z-scores for Pearson, average ranks
+    otherwise (every other coefficient depends on the benchmark score through its ranking only)."""
+    if coefficient == "pearson":
+        return (v - v.mean()) / v.std()
+    return rankmetrics.average_ranks(v)
+
+
+def swap_pvalue(xa, xb, y, fn, coefficient: str, n_perm: int, seed: int) -> float:
+    """Two-sided permutation p-value of fn(xa, y) - fn(xb, y), swapping A's and B's (standardised)
+    scores within each RM. Exact over all 2^n swaps when n <= EXACT_SWAP_MAX_N."""
+    xa, xb, y = (rankmetrics.snap(v) for v in (xa, xb, y))
+    n = len(y)
+    if n < 3 or (n > EXACT_SWAP_MAX_N and n_perm <= 0):
+        return float("nan")
+    ca, cb = _comparable(xa, coefficient), _comparable(xb, coefficient)
+    observed = float(fn(ca, y)) - float(fn(cb, y))
+    if not np.isfinite(observed):
+        return float("nan")
+    swaps, exact = _swap_patterns(n, n_perm, seed)
+    a = np.where(swaps, cb, ca)
+    b = np.where(swaps, ca, cb)
+    yy = np.broadcast_to(y, swaps.shape)
+    diffs = np.asarray(fn(a, yy), dtype=float) - np.asarray(fn(b, yy), dtype=float)
+    diffs = diffs[np.isfinite(diffs)]
+    hits = int((np.abs(diffs) >= abs(observed) - 1e-12).sum())
+    return hits / len(diffs) if exact else (hits + 1) / (len(diffs) + 1)
+
+
+def compare(xa, xb, y, boot_a, boot_b, boot_y, rm_idx, fn, coefficient: str, ci: float, n_perm: int,
+            seed: int) -> dict:
+    """Benchmark A vs B on downstream y (all (n,) point values; boot_*: (B, n) question-bootstrap
+    replicates; rm_idx: (B, n) RM resamples): values, difference, joint RM+question bootstrap CI,
+    swap permutation p, Williams p (Spearman, Pearson), leave-one-RM-out range of the difference."""
+    n = len(y)
+    va, vb = float(fn(xa, y)), float(fn(xb, y))
+    diff = va - vb
+    out = {"value_a": va, "value_b": vb, "diff": diff}
+    lo = hi = float("nan")
+    n_ok = 0
+    if len(rm_idx):
+        rows = np.arange(len(rm_idx))[:, None]
+        ra = rankmetrics.snap(boot_a[rows, rm_idx])
+        rb = rankmetrics.snap(boot_b[rows, rm_idx])
+        ry = rankmetrics.snap(boot_y[rows, rm_idx])
+        reps = np.asarray(fn(ra, ry), dtype=float) - np.asarray(fn(rb, ry), dtype=float)
+        lo, hi, n_ok = percentile_interval(reps, ci)
+    out.update(ci_low=lo, ci_high=hi, n_boot=n_ok)
+    out["p_perm"] = swap_pvalue(xa, xb, y, fn, coefficient, n_perm, seed)
+    out["p_williams"] = float("nan")
+    if coefficient in ("spearman", "pearson") and np.isfinite(diff):
+        r_ab = float(fn(xa, xb))
+        if np.isfinite(r_ab):
+            out["p_williams"] = williams_test(va, vb, r_ab, n)[1]
+    loo = leave_one_out(xa, y, fn) - leave_one_out(xb, y, fn)
+    out["loo_min"], out["loo_max"] = loo_range(loo)
+    return out
+
+
+# ---- false discovery rate ------------------------------------------------------------------------
+
+
+def bh_qvalues(p) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values of the finite entries (NaN stays NaN)."""
+    p = np.asarray(p, dtype=float)
+    q = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    m = len(ok)
+    if m == 0:
+        return q
+    order = ok[np.argsort(p[ok], kind="stable")]
+    ranked = p[order] * m / np.arange(1, m + 1)
+    q[order] = np.minimum(1.0, np.minimum.accumulate(ranked[::-1])[::-1])
+    return q
+
+
+# ---- power by simulation -------------------------------------------------------------------------
+
+
+def spearman_to_pearson(rho: float) -> float:
+    """The Pearson correlation of a bivariate normal whose Spearman correlation is rho."""
+    return 2.0 * math.sin(math.pi * rho / 6.0)
+
+
+def _ranks_no_ties(a: np.ndarray) -> np.ndarray:
+    return np.argsort(np.argsort(a, axis=-1), axis=-1).astype(float)
+
+
+def simulated_power(gap: float, rho_ab: float, n: int, n_sims: int, alpha: float, seed: int,
+                    center: float = POWER_CENTER) -> float:
+    """Share of `n_sims` samples of n RMs in which the Williams test on the Spearman coefficients
+    rejects rho_ya = rho_yb at `alpha` (two-sided), when the population Spearman correlations are
+    rho_ya = center + gap/2, rho_yb = center - gap/2 and rho_ab (trivariate normal scores).
+    NaN when that correlation matrix is impossible (not positive definite) or n < 4."""
+    if n < 4 or n_sims <= 0:
+        return float("nan")
+    s_ya, s_yb = center + gap / 2, center - gap / 2
+    r = [spearman_to_pearson(v) for v in (s_ya, s_yb, rho_ab)]
+    cov = np.array([[1, r[0], r[1]], [r[0], 1, r[2]], [r[1], r[2], 1]])
+    if np.linalg.eigvalsh(cov).min() <= 1e-9:
+        return float("nan")
+    rng = np.random.default_rng(stable_seed(seed, "correlation-power", round(gap, 6), round(rho_ab, 6), n))
+    z = rng.standard_normal((n_sims, n, 3)) @ np.linalg.cholesky(cov).T
+    ranks = _ranks_no_ties(np.moveaxis(z, -1, 1))  # (n_sims, 3, n)
+    c = ranks - ranks.mean(-1, keepdims=True)
+    norm = np.sqrt((c * c).sum(-1))
+    y, a, b = c[:, 0], c[:, 1], c[:, 2]
+    r_ya = (y * a).sum(-1) / (norm[:, 0] * norm[:, 1])
+    r_yb = (y * b).sum(-1) / (norm[:, 0] * norm[:, 2])
+    r_ab = (a * b).sum(-1) / (norm[:, 1] * norm[:, 2])
+    _, p = williams_test(r_ya, r_yb, r_ab, n)
+    return float(np.mean(p < alpha))
+
+
+def rms_needed(gap: float, rho_ab: float, n_sims: int, alpha: float, seed: int) -> tuple[int, float] | None:
+    """(index into POWER_N_GRID, power) of the smallest grid n with power >= POWER_TARGET, by
+    bisection (power grows with n); None when even the largest n falls short."""
+    lo, hi, found = 0, len(POWER_N_GRID) - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        pw = simulated_power(gap, rho_ab, POWER_N_GRID[mid], n_sims, alpha, seed)
+        if np.isfinite(pw) and pw >= POWER_TARGET:
+            found, hi = (mid, pw), mid - 1
+        else:
+            lo = mid + 1
+    return found
+
+
+def power_rows(n: int, rho_ab: float, n_sims: int, alpha: float, seed: int) -> list[dict]:
+    """The smallest detectable gap at n (grid 0.05..1.00) and the RMs each of POWER_GAPS needs
+    (the smallest n of POWER_N_GRID with power >= POWER_TARGET, by bisection: power grows with n)."""
+    rho_ab = float(np.clip(rho_ab, -0.9, 0.9)) if np.isfinite(rho_ab) else 0.0
+    base = {"rho_ab": rho_ab, "center": POWER_CENTER, "alpha": alpha, "target_power": POWER_TARGET,
+            "n_sims": n_sims}
+    rows = []
+    best = {"gap": float("nan"), "n_rms": n, "power": float("nan")}
+    for gap in np.round(np.arange(0.05, 1.0001, 0.05), 2):
+        pw = simulated_power(float(gap), rho_ab, n, n_sims, alpha, seed)
+        if np.isfinite(pw) and pw >= POWER_TARGET:
+            best = {"gap": float(gap), "n_rms": n, "power": pw}
+            break
+    rows.append({**base, "quantity": "min_gap", **best})
+    for gap in POWER_GAPS:
+        found = rms_needed(gap, rho_ab, n_sims, alpha, seed)
+        rows.append({**base, "quantity": "rms_needed", "gap": gap,
+                     "n_rms": POWER_N_GRID[found[0]] if found else float("nan"),
+                     "power": found[1] if found else float("nan")})
+    return rows

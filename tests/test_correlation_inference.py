@@ -1,0 +1,424 @@
+"""The analysis' inference (prbench.analysis.inference) re-derived by independent implementations:
+the null of every coefficient (scipy.stats.permutation_test, a closed form for NDCG, a brute-force
+RBO), the paired swap permutation test (scipy.stats.permutation_test, paired samples), the Williams
+test (a published worked example), BH q-values (scipy / statsmodels), the joint RM+question
+bootstrap and leave-one-RM-out (loops over scipy.stats.spearmanr), the power simulation (its size
+and the Spearman-Pearson relation); then three synthetic worlds whose verdicts must come out
+"personalized", "baseline" and "undecided", and the verdict paragraph recomputed from the saved
+tables."""
+import itertools
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from synthetic_analysis import write_world
+from test_correlation_recompute import _rbo_independent
+
+from prbench.analysis import inference, rankmetrics
+from prbench.analysis.correlation import COMPARISON_COLUMNS, POWER_COLUMNS, collect, correlate, decide, run_correlations
+from prbench.analysis.summary import VERDICT_END, VERDICT_START
+
+# ---- Williams / Steiger --------------------------------------------------------------------------
+
+
+def test_williams_reproduces_steiger_case_a():
+    """Steiger (1980, Psychological Bulletin 87:245-251), case A of dependent correlations sharing
+    a variable, as worked in the psych package's r.test documentation and vignette:
+    r.test(n = 103, r12 = .4, r13 = .5, r23 = .1) -> Williams' t = -0.89 on 100 df, p = 0.37."""
+    t, p = inference.williams_test(0.4, 0.5, 0.1, 103)
+    assert round(t, 2) == -0.89
+    assert round(p, 2) == 0.37
+    assert p == pytest.approx(2 * stats.t.sf(abs(t), 100))
+    # antisymmetric in the two correlations, undefined below 4 cases
+    assert inference.williams_test(0.5, 0.4, 0.1, 103)[0] == pytest.approx(-t)
+    assert math.isnan(inference.williams_test(0.5, 0.4, 0.1, 3)[0])
+
+
+# ---- nulls ---------------------------------------------------------------------------------------
+
+
+def _scipy_null(x, y, stat):
+    res = stats.permutation_test((x,), lambda a: stat(a, y), permutation_type="pairings",
+                                 n_resamples=np.inf, alternative="greater", vectorized=False)
+    return res.null_distribution, res.pvalue
+
+
+@pytest.mark.parametrize("name,ref", [
+    ("spearman", lambda a, y: stats.spearmanr(a, y).statistic),
+    ("kendall_tau_b", lambda a, y: stats.kendalltau(a, y).statistic),
+    ("weighted_tau", lambda a, y: stats.weightedtau(a, y).statistic),
+    ("rbo", lambda a, y: _rbo_independent(list(a), list(y), 0.9)),
+])
+def test_exact_null_matches_scipy_permutation_test(name, ref):
+    """n = 6 (exact over 720 rankings), with a tie in the benchmark scores."""
+    x = np.array([0.61, 0.55, 0.55, 0.70, 0.42, 0.66])
+    y = np.array([1.2, 0.9, 1.0, 1.4, 0.7, 0.8])
+    fn = rankmetrics.COEFFICIENTS[name]
+    mean, q95, p = inference.null_stats(x, y, fn, n_perm=100, seed=0, name=name)
+    null, p_ref = _scipy_null(x, y, ref)
+    assert mean == pytest.approx(np.mean(null), abs=1e-9)
+    assert q95 == pytest.approx(np.quantile(null, 0.95), abs=1e-9)
+    assert p == pytest.approx(p_ref, abs=1e-9)
+
+
+def test_ndcg_null_mean_closed_form():
+    """Without ties, a random ranking puts every gain at every position equally often:
+    E[DCG] = mean(gain) * sum of discounts."""
+    x = np.array([3.0, 1.0, 4.0, 1.5, 5.0, 9.0, 2.0])
+    y = np.array([0.3, 0.9, 0.1, 0.5, 0.7, 0.2, 0.8])
+    mean, _, p = inference.null_stats(x, y, rankmetrics.ndcg, n_perm=100, seed=0, name="ndcg")
+    gain = y - y.min()
+    disc = 1 / np.log2(np.arange(2, len(y) + 2))
+    expected = gain.mean() * disc.sum() / (np.sort(gain)[::-1] * disc).sum()
+    assert mean == pytest.approx(expected, abs=1e-9)
+    value = rankmetrics.ndcg(x, y)
+    assert inference.normalised(value, mean) == pytest.approx((value - expected) / (1 - expected))
+    assert 0 < p <= 1
+
+
+def test_monte_carlo_null_when_n_is_large():
+    """n = 11 (> 8): n_perm seeded random rankings; mean and p agree with scipy's own Monte-Carlo
+    null within sampling error, and the same seed gives the same numbers."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=11)
+    y = x + rng.normal(scale=1.5, size=11)
+    fn = rankmetrics.spearman
+    a = inference.null_stats(x, y, fn, n_perm=4000, seed=1, name="spearman")
+    assert a == inference.null_stats(x, y, fn, n_perm=4000, seed=1, name="spearman")
+    ry = stats.rankdata(y) - (len(y) + 1) / 2
+
+    def rho(v, axis=-1):  # Spearman without ties: Pearson of ranks, direct formula, vectorised
+        rv = stats.rankdata(v, axis=axis) - (len(y) + 1) / 2
+        return (rv * ry).sum(axis) / np.sqrt((rv * rv).sum(axis) * (ry * ry).sum())
+
+    assert rho(x) == pytest.approx(stats.spearmanr(x, y).statistic)
+    ref = stats.permutation_test((x,), rho, permutation_type="pairings", n_resamples=20000, alternative="greater",
+                                 vectorized=True, random_state=0)
+    assert a[0] == pytest.approx(0.0, abs=0.02)
+    assert a[2] == pytest.approx(ref.pvalue, abs=0.02)
+
+
+# ---- paired comparison ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["spearman", "pearson", "kendall_tau_b", "ndcg"])
+def test_swap_permutation_matches_scipy_paired_samples(name):
+    """Swapping A's and B's standardised scores within each RM = scipy's paired-samples
+    permutation test of |coef(A, y) - coef(B, y)| (exact over 2^7 swaps)."""
+    xa = np.array([0.61, 0.55, 0.52, 0.70, 0.42, 0.66, 0.58])
+    xb = np.array([0.80, 0.85, 0.79, 0.83, 0.90, 0.81, 0.86])
+    y = np.array([1.2, 0.9, 1.0, 1.4, 0.7, 0.8, 1.1])
+    fn = inference.pearson if name == "pearson" else rankmetrics.COEFFICIENTS[name]
+    p = inference.swap_pvalue(xa, xb, y, fn, name, n_perm=100, seed=0)
+
+    def std(v):
+        return (v - v.mean()) / v.std() if name == "pearson" else stats.rankdata(v)
+
+    ref_fn = {"spearman": lambda a: stats.spearmanr(a, y).statistic,
+              "pearson": lambda a: stats.pearsonr(a, y).statistic,
+              "kendall_tau_b": lambda a: stats.kendalltau(a, y).statistic,
+              "ndcg": lambda a: rankmetrics.ndcg(a, y)}[name]
+    res = stats.permutation_test((std(xa), std(xb)), lambda a, b: abs(ref_fn(a) - ref_fn(b)),
+                                 permutation_type="samples", n_resamples=np.inf, alternative="greater",
+                                 vectorized=False)
+    assert p == pytest.approx(res.pvalue, abs=1e-9)
+
+
+def test_pearson_and_leave_one_out_match_scipy():
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=8), rng.normal(size=8)
+    assert inference.pearson(x, y) == pytest.approx(stats.pearsonr(x, y).statistic)
+    loo = inference.leave_one_out(x, y, rankmetrics.spearman)
+    ref = [stats.spearmanr(np.delete(x, i), np.delete(y, i)).statistic for i in range(8)]
+    assert loo == pytest.approx(ref)
+
+
+def test_joint_bootstrap_ci_recomputed_by_a_loop():
+    """compare(): replicate b = RMs rm_idx[b] of question-bootstrap replicate b; its CI is the
+    percentile interval of spearman(A) - spearman(B) over those replicates (scipy in a loop)."""
+    rng = np.random.default_rng(5)
+    n, B = 8, 300
+    xa, xb, y = rng.normal(size=n), rng.normal(size=n), rng.normal(size=n)
+    ba, bb, by = (v + rng.normal(scale=0.2, size=(B, n)) for v in (xa, xb, y))
+    idx = inference.rm_resamples(n, B, seed=2)
+    out = inference.compare(xa, xb, y, ba, bb, by, idx, rankmetrics.spearman, "spearman", 0.9, 100, 0)
+    reps = []
+    for b in range(B):
+        i = idx[b]
+        d = stats.spearmanr(ba[b, i], by[b, i]).statistic - stats.spearmanr(bb[b, i], by[b, i]).statistic
+        if np.isfinite(d):
+            reps.append(d)
+    assert out["ci_low"] == pytest.approx(np.quantile(reps, 0.05))
+    assert out["ci_high"] == pytest.approx(np.quantile(reps, 0.95))
+    assert out["n_boot"] == len(reps)
+    assert out["diff"] == pytest.approx(stats.spearmanr(xa, y).statistic - stats.spearmanr(xb, y).statistic)
+    r_ab = stats.spearmanr(xa, xb).statistic
+    assert out["p_williams"] == pytest.approx(inference.williams_test(out["value_a"], out["value_b"], r_ab, n)[1])
+
+
+def test_bh_qvalues_match_scipy_and_statsmodels():
+    p = np.array([0.01, 0.04, np.nan, 0.03, 0.2, 0.001, 0.04, 0.9])
+    q = inference.bh_qvalues(p)
+    ok = np.isfinite(p)
+    assert np.isnan(q[~ok]).all()
+    assert q[ok] == pytest.approx(stats.false_discovery_control(p[ok], method="bh"))
+    multitest = pytest.importorskip("statsmodels.stats.multitest")
+    assert q[ok] == pytest.approx(multitest.multipletests(p[ok], method="fdr_bh")[1])
+
+
+def test_decide_needs_every_criterion():
+    row = {"diff": 0.6, "n_rms": 10, "q_perm": 0.01, "ci_low": 0.1, "ci_high": 1.0, "loo_min": 0.2,
+           "loo_max": 0.9}
+    assert decide(row, 0.05, 6)[0] == "personalized"
+    assert decide({**row, "diff": -0.6, "ci_low": -1.0, "ci_high": -0.1, "loo_min": -0.9, "loo_max": -0.2},
+                  0.05, 6)[0] == "baseline"
+    for change, why in (({"n_rms": 5}, "only 5 RMs"), ({"q_perm": 0.2}, "FDR"), ({"ci_low": -0.1}, "CI"),
+                        ({"loo_min": -0.05}, "leaving one RM out")):
+        verdict, reason = decide({**row, **change}, 0.05, 6)
+        assert verdict == "undecided" and why in reason
+
+
+# ---- power ---------------------------------------------------------------------------------------
+
+
+def test_spearman_pearson_relation_and_power_size():
+    """r = 2 sin(pi rho_s / 6) inverts Pearson's (1907) rho_s = (6 / pi) asin(r / 2) for normal
+    scores; checked on a large simulated sample. With no gap the test rejects at about alpha."""
+    for rho in (-0.5, 0.2, 0.7):
+        r = inference.spearman_to_pearson(rho)
+        assert 6 / math.pi * math.asin(r / 2) == pytest.approx(rho)
+    rng = np.random.default_rng(0)
+    r = inference.spearman_to_pearson(0.6)
+    z = rng.multivariate_normal([0, 0], [[1, r], [r, 1]], size=50000)
+    assert stats.spearmanr(z[:, 0], z[:, 1]).statistic == pytest.approx(0.6, abs=0.01)
+    size = inference.simulated_power(0.0, 0.4, 30, 4000, 0.05, seed=0)
+    assert size == pytest.approx(0.05, abs=0.015)
+    assert inference.simulated_power(0.5, 0.4, 60, 1000, 0.05, seed=0) > inference.simulated_power(
+        0.5, 0.4, 15, 1000, 0.05, seed=0)
+    assert math.isnan(inference.simulated_power(0.2, 0.99, 10, 100, 0.05, seed=0))  # impossible matrix
+
+
+# ---- synthetic worlds: three verdicts ------------------------------------------------------------
+
+N_RMS = 10
+SIGNALS = {"bon": {"estimator": "expected", "k": 16}}
+
+
+def _world(root, gen_skill):
+    return write_world(root, rms=[f"rm{i}" for i in range(N_RMS)], pairs_per_subset=30, eval_per_subset=6,
+                       general_pairs=60, ppo=False, gen_skill=gen_skill)
+
+
+@pytest.fixture(scope="module")
+def opposed(tmp_path_factory):
+    """The general skill runs against the personalization skill that drives BoN quality."""
+    return _world(tmp_path_factory.mktemp("opposed"), np.linspace(0.5, 0.9, N_RMS))
+
+
+def _headline(res):
+    c = res.comparisons
+    return c[c["headline"] & (c["coefficient"] == "spearman")].iloc[0]
+
+
+def _correlate(world, pair_files):
+    col = collect(world["rms"], pair_files, world["downstream"])
+    return correlate(col, n_boot=100, n_perm=100, seed=0, power_sims=50, signals=SIGNALS)
+
+
+def test_verdict_personalized(opposed):
+    res = _correlate(opposed, opposed["pair_files"])
+    row = _headline(res)
+    assert row["verdict"] == "personalized", row["reason"]
+    assert row["diff"] > 1 and row["ci_low"] > 0 and row["loo_min"] > 0 and row["q_perm"] <= 0.05
+    assert "personalized predicts better than general" in res.summary
+
+
+def test_verdict_baseline(opposed):
+    """The same files with the two benchmarks' names exchanged: the baseline now wins."""
+    swap = {"personalized": "general", "general": "personalized"}
+    res = _correlate(opposed, [(rm, swap[b], p) for rm, b, p in opposed["pair_files"]])
+    row = _headline(res)
+    assert row["verdict"] == "baseline", row["reason"]
+    assert row["diff"] < -1 and row["ci_high"] < 0 and row["loo_max"] < 0
+    assert "general predicts better than personalized" in res.summary
+
+
+def test_verdict_undecided(tmp_path):
+    """Both benchmarks track the same skill (general = personalization skill): no side wins."""
+    w = _world(tmp_path, np.linspace(0.9, 0.5, N_RMS))
+    res = _correlate(w, w["pair_files"])
+    row = _headline(res)
+    assert row["verdict"] == "undecided"
+    assert "undecided (" in res.summary
+
+
+# ---- the verdict paragraph, recomputed from the saved tables -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def saved(opposed, tmp_path_factory):
+    out = tmp_path_factory.mktemp("saved")
+    paths = {k: out / f"{k}.csv" for k in ("table", "inputs", "comparisons", "power")}
+    run_correlations(opposed["rms"], opposed["pair_files"], opposed["downstream"], paths["table"],
+                     out / "summary.md", paths["inputs"], n_boot=100, n_perm=100, rbo_p=0.9, ci=0.95, seed=0,
+                     out_comparisons=paths["comparisons"], out_power=paths["power"], power_sims=50,
+                     signals=SIGNALS)
+    return {k: pd.read_csv(v) for k, v in paths.items()} | {"summary": (out / "summary.md").read_text()}
+
+
+def _paragraph(summary: str) -> str:
+    assert summary.startswith("# Which benchmark")
+    start = summary.index(VERDICT_START) + len(VERDICT_START)
+    return summary[start:summary.index(VERDICT_END)].strip()
+
+
+def test_saved_tables_have_their_columns(saved):
+    assert list(saved["comparisons"].columns) == COMPARISON_COLUMNS
+    assert list(saved["power"].columns) == POWER_COLUMNS
+
+
+def test_verdict_paragraph_recomputed_from_saved_files(saved):
+    text = _paragraph(saved["summary"])
+    assert text.startswith("**Verdict.**") and "\n" not in text
+    inputs, comp, table, power = saved["inputs"], saved["comparisons"], saved["table"], saved["power"]
+
+    def per_rm(**key):
+        sel = np.ones(len(inputs), bool)
+        for k, v in key.items():
+            sel &= (inputs[k] == v) if k == "k" else (inputs[k].astype(str) == str(v))
+        return inputs[sel].set_index("rm")["value"]
+
+    head = comp[comp["headline"] & (comp["coefficient"] == "spearman")]
+    assert len(head) == 1
+    r = head.iloc[0]
+    y = per_rm(kind="downstream", downstream=r["downstream"], estimator=r["estimator"], measure=r["measure"],
+               k=int(r["k"]))
+    a = per_rm(kind="benchmark", benchmark="personalized", level=r["level_a"]).reindex(y.index)
+    b = per_rm(kind="benchmark", benchmark=r["benchmark_b"], level=r["level_b"]).reindex(y.index)
+    va, vb = stats.spearmanr(a, y).statistic, stats.spearmanr(b, y).statistic
+    r_ab = stats.spearmanr(a, b).statistic
+    n = len(y)
+    det = 1 - va**2 - vb**2 - r_ab**2 + 2 * va * vb * r_ab
+    t = (va - vb) * math.sqrt((n - 1) * (1 + r_ab)) / math.sqrt(
+        2 * (n - 1) / (n - 3) * det + ((va + vb) / 2) ** 2 * (1 - r_ab) ** 3)
+    q = stats.false_discovery_control(comp["p_perm"].dropna(), method="bh")
+    q_row = q[list(comp["p_perm"].dropna().index).index(r.name)]
+    loo = [stats.spearmanr(a.drop(i), y.drop(i)).statistic - stats.spearmanr(b.drop(i), y.drop(i)).statistic
+           for i in y.index]
+    expected = [f"Spearman {va:+.2f} for personalized vs {vb:+.2f} for general", f"difference {va - vb:+.2f}",
+                f"95% CI [{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]", f"swap-permutation p = {r['p_perm']:.3f}",
+                f"BH q = {q_row:.3f}", f"Williams p = {2 * stats.t.sf(abs(t), n - 3):.3f}",
+                f"leave-one-RM-out difference {min(loo):+.2f} to {max(loo):+.2f}",
+                "personalized predicts better than general"]
+    for piece in expected:
+        assert piece in text, piece
+    surv = comp[comp["q_perm"] <= 0.05]
+    nulls = table[table["q_null"].notna()]
+    assert (f"Across all {comp['p_perm'].notna().sum()} paired comparisons" in text
+            and f"{len(surv)} survive Benjamini-Hochberg FDR at 0.05 ({(surv['diff'] > 0).sum()} favour personalized, "
+            f"{(surv['diff'] < 0).sum()} a baseline); {(nulls['q_null'] <= 0.05).sum()} of the {len(nulls)} " in text)
+    g = power[power["quantity"] == "min_gap"].iloc[0]
+    gap = f"is {g['gap']:.2f}" if np.isfinite(g["gap"]) else "no Spearman gap"
+    assert gap in text and f"at {N_RMS} RMs" in text
+    for _, pr in power[power["quantity"] == "rms_needed"].iterrows():
+        assert (f"{pr['gap']:.1f} needs {int(pr['n_rms'])} RMs" if np.isfinite(pr["n_rms"])
+                else f"{pr['gap']:.1f} needs more than 500 RMs") in text
+    # and no other number: every numeric token is one of those recomputed above or a setting
+    allowed = set(re.findall(r"[-+]?\d+(?:\.\d+)?", " ".join(expected)))
+    allowed |= {str(N_RMS), "95", "80", "0.05", "16", str(comp["p_perm"].notna().sum()), str(len(surv)),
+                str((surv["diff"] > 0).sum()), str((surv["diff"] < 0).sum()), str((nulls["q_null"] <= 0.05).sum()),
+                str(len(nulls)), "1.00", "50", "500", "0"}
+    allowed |= {f"{v:.2f}" for v in power["gap"].dropna()} | {f"{v:.1f}" for v in power["gap"].dropna()}
+    allowed |= {str(int(v)) for v in power["n_rms"].dropna()}
+    tokens = set(re.findall(r"[-+]?\d+(?:\.\d+)?", text))
+    assert tokens <= allowed, tokens - allowed
+
+
+def test_rerun_gives_identical_tables(opposed, saved, tmp_path):
+    out = tmp_path
+    run_correlations(opposed["rms"], opposed["pair_files"], opposed["downstream"], out / "t.csv", out / "s.md",
+                     out / "i.csv", n_boot=100, n_perm=100, rbo_p=0.9, ci=0.95, seed=0,
+                     out_comparisons=out / "c.csv", out_power=out / "p.csv", power_sims=50, signals=SIGNALS)
+    pd.testing.assert_frame_equal(pd.read_csv(out / "c.csv"), saved["comparisons"])
+    pd.testing.assert_frame_equal(pd.read_csv(out / "t.csv"), saved["table"])
+    pd.testing.assert_frame_equal(pd.read_csv(out / "p.csv"), saved["power"])
+    assert (out / "s.md").read_text() == saved["summary"]
+
+
+def test_exact_permutations_cover_every_ranking():
+    assert len(inference._all_permutations(5)) == math.factorial(5)
+    assert {tuple(p) for p in inference._all_permutations(4)} == set(itertools.permutations(range(4)))
+
+
+def test_html_report_opens_with_the_verdict(saved, tmp_path, monkeypatch):
+    """report/workflow.rst (the report's first text) includes the summary's verdict paragraph:
+    rendered as Snakemake renders it (Jinja, then docutils, in the working directory)."""
+    import types
+
+    import jinja2
+    import yaml
+    from docutils.core import publish_parts
+    from helpers import REPO
+
+    tables = tmp_path / "results" / "tables"
+    tables.mkdir(parents=True)
+    (tables / "correlation_summary.md").write_text(saved["summary"], encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    cfg = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
+    text = jinja2.Environment(trim_blocks=True, lstrip_blocks=True).from_string(
+        (REPO / "report" / "workflow.rst").read_text()).render(snakemake=types.SimpleNamespace(config=cfg))
+    html = publish_parts(text, writer_name="html", settings_overrides={"halt_level": 2})["html_body"]
+    first = re.search(r"<p>(.*?)</p>", html, re.S).group(1)
+    assert first.startswith("<strong>Verdict.</strong>")
+    assert "personalized predicts better than general" in first
+
+
+def test_best_benchmark_without_each_rm_matches_a_scipy_loop():
+    """best_without_one_rm: per left-out RM, the headline benchmark with the larger Spearman
+    (scipy on the remaining RMs); the summary column says 'holds' only if it never changes."""
+    from types import SimpleNamespace as NS
+
+    from prbench.analysis.correlation import best_without_one_rm
+    from prbench.analysis.summary import _loo_cell
+
+    y = np.array([5.0, 1.0, 2.0, 3.0, 4.0, 6.0])
+    a = np.array([9.0, 1.0, 2.0, 4.0, 3.0, 5.0])  # agrees with y except RM 0 and the 3/4 swap
+    b = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 0.5])
+    rms = [f"r{i}" for i in range(6)]
+
+    def ev(bench, v):
+        return NS(score=NS(key={"benchmark": bench, "level": "overall", "group": "overall"}), point=v)
+
+    d = NS(score=NS(key={"policy": "p", "downstream": "bon", "estimator": "expected", "measure": "judge_score",
+                         "k": 16}), point=y)
+    out = best_without_one_rm(rms, [ev("personalized", a), ev("general", b)], [d], rankmetrics.COEFFICIENTS)
+    got = out[(("p", "bon", "expected", "judge_score", 16), "spearman")]
+    for i, rm in enumerate(rms):
+        ra = stats.spearmanr(np.delete(a, i), np.delete(y, i)).statistic
+        rb = stats.spearmanr(np.delete(b, i), np.delete(y, i)).statistic
+        assert got[rm] == ("personalized" if ra > rb else "general" if rb > ra else "personalized=general")
+    full_best = "personalized" if stats.spearmanr(a, y).statistic > stats.spearmanr(b, y).statistic else "general"
+    cell = _loo_cell(full_best, got)
+    assert cell == "holds" if set(got.values()) == {full_best} else cell.startswith("does not hold: ")
+
+
+def test_summary_says_whether_the_best_benchmark_holds(saved):
+    rows = [ln for ln in saved["summary"].splitlines() if ln.startswith("| BoN expected judge_score k=16 |")
+            and ln.split("|")[3].strip() == "personalized"]  # the best-benchmark tables (Spearman, Kendall)
+    assert len(rows) == 2 and all(ln.rstrip(" |").endswith("holds") for ln in rows)
+
+
+def test_fdr_section_counts_the_saved_q_values(saved):
+    comp, table = saved["comparisons"], saved["table"]
+    q = stats.false_discovery_control(comp["p_perm"].dropna(), method="bh")
+    assert comp["q_perm"].dropna().to_numpy() == pytest.approx(q)
+    n_comp = int((q <= 0.05).sum())
+    q_null = stats.false_discovery_control(table["p_null"].dropna(), method="bh")
+    n_null = int((q_null <= 0.05).sum())
+    text = saved["summary"]
+    assert f"- paired comparisons: {n_comp} of {len(q)} survive." in text
+    assert f"- coefficients beyond a random RM ranking: {n_null} of {len(q_null)} survive." in text
+    assert n_comp > 0  # the opposed world has real findings

@@ -1,0 +1,91 @@
+"""perf/paper_cost.py: the paper run's cost table reads the config (runs per subset, seeds, sample
+sets) and its total is the sum of its stages."""
+import importlib.util
+import re
+
+import pytest
+from helpers import REPO
+
+from prbench.validation import load_config
+
+spec = importlib.util.spec_from_file_location("paper_cost", REPO / "perf" / "paper_cost.py")
+paper_cost = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(paper_cost)
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return load_config(REPO / "config.yaml")
+
+
+def _rows(cfg):
+    return {r["stage"]: r for r in paper_cost.stages(cfg, dict(paper_cost.TRAIN_QUESTIONS))}
+
+
+def test_last_line_is_the_sum_of_the_stages(cfg, capsys):
+    assert paper_cost.main(["--config", str(REPO / "config.yaml")]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    m = re.fullmatch(r"total: (\d+) GPU-hours on H100", out[-1])
+    assert m
+    rows = _rows(cfg)
+    assert int(m.group(1)) == round(sum(r["gpu_h"] for r in rows.values()))
+    for stage in ("retrieval (contriever)", "BoN sampling", "BoN judging", "evaluation (answers + judge)"):
+        assert stage in rows
+    for rm, e in cfg["reward_models"].items():
+        assert f"benchmark scoring: {rm}" in rows
+        for prefix in ("BoN scoring", "PPO", "GRPO"):  # downstream false: benchmarks only, no downstream cost
+            assert (f"{prefix}: {rm}" in rows) == e.get("downstream", True), (prefix, rm)
+    assert not cfg["reward_models"]["qwen25_7b_pointwise"]["downstream"]
+    assert "policy_decode_s = 0.0366211: measured" in "\n".join(out)
+
+
+def test_ppo_step_cost_follows_the_plans_generate_calls(cfg):
+    rows = _rows(cfg)
+    ppo = rows["PPO: skywork_v2_llama8b"]
+    n = paper_cost.TRAIN_QUESTIONS.values()
+    # config.yaml trains per subset (ppo.per_subset: one run per subset), else one pooled run
+    steps = sum(-(-k // 128) for k in n) if cfg["ppo"].get("per_subset") else -(-sum(n) // 128)
+    # 2 GPUs; local batch 128 in generate calls of 64 rows: 2 x 512 decode steps of 36.6 ms each
+    assert ppo["gpu_h"] == pytest.approx(steps * 2 * 512 * 300 / (16 * 512) * 2 / 3600)
+    assert "2 generate call(s)" in ppo["work"]
+
+
+def test_per_subset_runs_seeds_and_sample_sets_are_counted(cfg):
+    import copy
+
+    base = _rows(cfg)
+    c = copy.deepcopy(cfg)
+    c["ppo"]["per_subset"] = True
+    c["ppo"]["seeds"] = [0, 1]
+    c["grpo"]["seeds"] = 3
+    c["bon"]["sample_sets"] = [0, 1]
+    rows = _rows(c)
+    per_subset_steps = sum(-(-n // 128) for n in paper_cost.TRAIN_QUESTIONS.values())
+    assert f"{2 * per_subset_steps} steps" in rows["PPO: skywork_v2_llama8b"]["work"]
+    assert "3 run(s) x 2 seed(s)" in rows["PPO: skywork_v2_llama8b"]["work"]
+    assert rows["GRPO: armorm_llama3_8b"]["gpu_h"] == pytest.approx(3 * base["GRPO: armorm_llama3_8b"]["gpu_h"])
+    assert rows["BoN sampling"]["gpu_h"] == pytest.approx(2 * base["BoN sampling"]["gpu_h"])
+    assert rows["BoN judging"]["gpu_h"] == pytest.approx(2 * base["BoN judging"]["gpu_h"])
+
+
+def test_cluster_doc_shows_the_current_table(cfg):
+    """docs/CLUSTER.md's cost table is the script's output for config.yaml (rerun the script and
+    paste its rows when config.yaml or a unit cost changes)."""
+    doc = (REPO / "docs" / "CLUSTER.md").read_text()
+    rows = _rows(cfg)
+    for stage, r in rows.items():
+        assert f"| {stage} | {r['work']} | {r['gpu_h']:.1f} |" in doc, stage
+    assert f"| **total** | | **{sum(r['gpu_h'] for r in rows.values()):.0f}** |" in doc
+
+
+def test_pointwise_generative_rewards_cost_short_ratings(cfg):
+    """reward.generative pointwise (config.yaml, the authors'): a generative RM rates each BoN sample
+    once with reward.generative_max_new_tokens; round_robin compares samples in pairs."""
+    import copy
+
+    rows = _rows(cfg)
+    assert "0-1 ratings x 10 tokens" in rows["BoN scoring: qwen25_7b_pairwise"]["work"]
+    c = copy.deepcopy(cfg)
+    c["reward"]["generative"] = "round_robin"
+    rr = _rows(c)
+    assert rr["BoN scoring: qwen25_7b_pairwise"]["gpu_h"] > 10 * rows["BoN scoring: qwen25_7b_pairwise"]["gpu_h"]

@@ -1,0 +1,304 @@
+"""The authors' RM-side protocol as config keys (`scoring.order_seed` / `pairwise_parse` /
+`pairwise_failure`, section `reward`), each rule tested on its own and end to end on tiny local
+models: the pairwise parse and failure rules with their counts, the seeded order draw, the 0-1
+pointwise downstream scoring with its fallback score and counts (BoN score file, BoN table, PPO/GRPO
+reward adapter), the classifier's `query + posts` input under `reward.profile: always`, and the
+position and margin reports beside the accuracy table."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from rm_helpers import make_pairs, tiny_causal_lm, tiny_llama_classifier, tiny_tokenizer
+from scipy.stats import binomtest
+
+from prbench import prompts as P
+from prbench.config import ConfigError
+from prbench.downstream.bon.curves import bon_curves
+from prbench.downstream.bon.stages import score_bon
+from prbench.downstream.reward_adapter import PromptIndex, RewardAdapter
+from prbench.io import read_jsonl, write_jsonl
+from prbench.prompts import PairRequest, ScoreRequest
+from prbench.rms import load_reward_model, reward_spec
+from prbench.rms.generative import chosen_shown_first, parse_choice, parse_first_result, parse_unit_score
+from prbench.scoring.benchmark import benchmark_reports, score_benchmark
+from prbench.seeding import stable_seed
+from prbench.stats import bootstrap_ci
+
+UNPARSEABLE = "Maybe later."
+
+
+@pytest.fixture(scope="module")
+def lm_mute(tmp_path_factory):
+    return tiny_causal_lm(tmp_path_factory.mktemp("lm") / "mute", UNPARSEABLE)
+
+
+@pytest.fixture(scope="module")
+def lm_08(tmp_path_factory):
+    return tiny_causal_lm(tmp_path_factory.mktemp("lm") / "point8", "0.8")
+
+
+@pytest.fixture(autouse=True)
+def _default_templates():
+    # the compact set (short prompts the tiny LMs answer reliably) with the schema's post format (the authors')
+    P.configure({"templates": "compact"})
+    yield
+    P._ACTIVE = None
+
+
+def _spec(path, kind="generative_pairwise", **kw):
+    return {"name": "judge", "kind": kind, "path": str(path), "use_profile": True, "max_new_tokens": 8,
+            "progress": False, **kw}
+
+
+# ---- parsing -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("text,expected", [
+    ("Result: A", "A"),
+    ("**Result:** b", "B"),
+    ('Reasoning first.\nresult: "B"', "B"),
+    ("Result: B. On reflection, Result: A", "B"),           # the FIRST result: counts
+    ("<think>result: A</think>\nResult: B", "B"),          # only the text after the last </think>
+    ("Result: Answer B", "A"),                             # the authors' rule reads the first letter
+    ("Result: C", None),
+    ("[[A]]", None),                                       # no "result:" at all
+    ("A", None),
+    ("", None),
+])
+def test_first_result_parse_is_the_authors_rule(text, expected):
+    assert parse_first_result(text) == expected
+
+
+def test_the_two_parsers_differ_where_the_rules_do():
+    text = "Result: B. On reflection, Result: A"
+    assert parse_choice(text) == "A" and parse_first_result(text) == "B"
+    assert parse_choice("[[A]]") == "A" and parse_first_result("[[A]]") is None
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("0.8", 0.8), (" .75 ", 0.75), ("1", 1.0), ("0", 0.0), ("Score: 0.3 because", 0.3),
+    ("7", 1.0), ("-0.2", 0.0),  # clamped into [0, 1] as the authors
+    ("great", math.nan), ("", math.nan),
+])
+def test_unit_score_parse(text, expected):
+    got = parse_unit_score(text)
+    assert (math.isnan(got) and math.isnan(expected)) or got == pytest.approx(expected)
+
+
+# ---- the order draw ----------------------------------------------------------------------------
+def test_order_draw_is_seeded_balanced_and_independent_of_file_order():
+    pairs = [PairRequest(r["question"], r["chosen"], r["rejected"], tuple(r["profile"]))
+             for r in make_pairs(400, seed=5)]
+    draws = [chosen_shown_first(42, p) for p in pairs]
+    assert draws == [chosen_shown_first(42, p) for p in pairs]                   # deterministic
+    assert [chosen_shown_first(42, p) for p in reversed(pairs)] == draws[::-1]    # the file order plays no part
+    other = [chosen_shown_first(43, p) for p in pairs]
+    assert other != draws
+    assert binomtest(sum(draws), len(draws), 0.5).pvalue > 0.01                   # a fair coin
+    assert binomtest(sum(a == b for a, b in zip(draws, other)), len(draws), 0.5).pvalue > 0.01  # seeds independent
+
+
+# ---- pairwise failure rules, counted either way ------------------------------------------------
+def test_pairwise_failure_rules_and_counts(lm_mute):
+    pairs = [PairRequest(r["question"], r["chosen"], r["rejected"], tuple(r["profile"]))
+             for r in make_pairs(12, seed=3)]
+    rm = load_reward_model(_spec(lm_mute, order_seed=42, pairwise_parse="first_result", pairwise_failure="predict_a"))
+    out = rm.compare(pairs)
+    shown_a = np.array([chosen_shown_first(42, p) for p in pairs])
+    assert [d["chosen_is_a"] for d in out.details] == [[bool(a)] for a in shown_a]
+    np.testing.assert_array_equal(out.prefs, shown_a.astype(float))  # "A" predicted: right iff chosen is A
+    assert out.failures == len(pairs) and all(d["failed"] == [True] for d in out.details)
+    assert rm.diagnostics()["parse_failures"] == len(pairs) and rm.diagnostics()["position_bias_a_rate"] is None
+    wrong = load_reward_model(_spec(lm_mute, order_seed=42)).compare(pairs)
+    assert np.isnan(wrong.prefs).all() and wrong.failures == len(pairs)
+
+
+@pytest.mark.parametrize("rule", ["predict_a", "wrong"])
+def test_benchmark_accuracy_and_position_report_under_each_failure_rule(lm_mute, tmp_path, rule):
+    rows = make_pairs(16, seed=4)
+    write_jsonl(tmp_path / "bench.jsonl", rows)
+    scoring = {"order_seed": 42, "pairwise_parse": "first_result", "pairwise_failure": rule, "bootstrap": 20}
+    summary = score_benchmark(tmp_path / "bench.jsonl", _spec(lm_mute), tmp_path / "j.pairs.jsonl",
+                              tmp_path / "j.accuracy.json", "personalized", seed=0, scoring=scoring)
+    shown_a = np.array([chosen_shown_first(42, PairRequest(r["question"], r["chosen"], r["rejected"],
+                                                           tuple(r["profile"]))) for r in rows])
+    o = summary["overall"]
+    assert o["failures"] == len(rows)  # counted under both rules
+    assert o["accuracy"] == pytest.approx(shown_a.mean() if rule == "predict_a" else 0.0)
+    assert o["position_bias_a"] is None  # no parsed verdict: the stand-in "A"s are not picks
+    pos, margin = benchmark_reports([tmp_path / "j.accuracy.json"], [tmp_path / "j.pairs.jsonl"],
+                                    tmp_path / "pos.csv", tmp_path / "margin.csv", n_boot=20)
+    assert margin.empty
+    row = pos[pos.level == "overall"].iloc[0]
+    assert row.n_chosen_a == shown_a.sum() and row.n_chosen_b == len(rows) - shown_a.sum()
+    assert (row.acc_chosen_a, row.acc_chosen_b) == ((1.0, 0.0) if rule == "predict_a" else (0.0, 0.0))
+    assert row.position_bias == (1.0 if rule == "predict_a" else 0.0)
+    assert pd.isna(row.share_a) and row.failures == len(rows)
+    assert set(pos.level) == {"overall", "subset", "section"}
+    written = pd.read_csv(tmp_path / "pos.csv")
+    assert list(written.columns) == list(pos.columns) and len(written) == len(pos)
+
+
+# ---- the reports on hand-made pairs ------------------------------------------------------------
+def _pairwise_row(pid, subset, chosen_is_a, picks, failed):
+    return {"pair_id": pid, "subset": subset, "section": subset, "failure": any(failed),
+            "judge": {"chosen_is_a": chosen_is_a, "picks": picks, "failed": failed}}
+
+
+def test_position_and_margin_reports_by_hand(tmp_path):
+    from prbench.io import write_json
+
+    judge_rows = [
+        _pairwise_row("p0", "S", [True, False], ["A", "B"], [False, False]),  # both right
+        _pairwise_row("p1", "S", [True, False], ["A", "A"], [False, False]),  # A-biased: right, wrong
+        _pairwise_row("p2", "T", [True, False], ["B", None], [False, True]),  # wrong, unparsed -> wrong
+    ]
+    write_jsonl(tmp_path / "j.pairs.jsonl", judge_rows)
+    write_json(tmp_path / "j.acc.json", {"rm": "j", "benchmark": "b", "diagnostics": {"kind": "generative_pairwise"}})
+    margins = [2.0, -1.0, 0.5, 3.0]
+    cls_rows = [{"pair_id": f"c{i}", "subset": "S", "section": "S", "failure": False, "score_chosen": m + 1.0,
+                 "score_rejected": 1.0} for i, m in enumerate(margins)]
+    cls_rows.append({"pair_id": "c9", "subset": "S", "section": "S", "failure": True, "score_chosen": None,
+                     "score_rejected": 1.0})
+    write_jsonl(tmp_path / "c.pairs.jsonl", cls_rows)
+    write_json(tmp_path / "c.acc.json", {"rm": "c", "benchmark": "b", "diagnostics": {"kind": "classifier"}})
+    pos, margin = benchmark_reports([tmp_path / "j.acc.json", tmp_path / "c.acc.json"],
+                                    [tmp_path / "j.pairs.jsonl", tmp_path / "c.pairs.jsonl"],
+                                    tmp_path / "pos.csv", tmp_path / "margin.csv", n_boot=200, seed=3)
+    o = pos[pos.level == "overall"].iloc[0]
+    assert (o.n_chosen_a, o.n_chosen_b) == (3, 3)
+    assert o.acc_chosen_a == pytest.approx(2 / 3) and o.acc_chosen_b == pytest.approx(1 / 3)
+    assert o.position_bias == pytest.approx(1 / 3)
+    assert o.share_a == pytest.approx(3 / 5)  # parsed picks A, B, A, A, B
+    assert o.failures == 1 and o.n_pairs == 3
+    m = margin[margin.level == "overall"].iloc[0]
+    assert m.kind == "classifier" and m.n == 4 and m.failures == 1
+    assert m.mean_margin == pytest.approx(np.mean(margins))
+    _, lo, hi = bootstrap_ci(np.array(margins), n_boot=200, seed=stable_seed(3, "c", "b", "margin", "overall", "all"))
+    assert (m.ci_low, m.ci_high) == (lo, hi) and lo < m.mean_margin < hi
+    assert list(pos.columns)[:4] == ["rm", "benchmark", "level", "group"]
+
+
+# ---- downstream 0-1 pointwise scoring ----------------------------------------------------------
+def _reqs(n=6):
+    return [ScoreRequest(r["question"], r["chosen"], tuple(r["profile"])) for r in make_pairs(n, seed=6)]
+
+
+@pytest.mark.parametrize("kind", ["generative_pairwise", "generative_pointwise"])
+def test_pointwise_reward_reads_a_0_1_score(lm_08, kind):
+    spec = reward_spec(_spec(lm_08, kind), {"generative": "pointwise"})
+    assert (spec["reward_generative"], spec["reward_max_new_tokens"], spec["reward_failure_score"]) == \
+        ("pointwise", 10, 0.5)
+    rm = load_reward_model(spec)
+    out = rm.score(_reqs())
+    np.testing.assert_allclose(out.scores, 0.8)
+    assert out.failures == 0 and not out.failed.any()
+    d = rm.diagnostics()
+    assert d["unit_scored"] == 6 and d["unit_failures"] == 0
+
+
+def test_pointwise_reward_failure_scores_the_fallback_and_is_counted(lm_mute, tmp_path):
+    reqs = _reqs()
+    rm = load_reward_model(reward_spec(_spec(lm_mute), {"generative": "pointwise", "generative_failure_score": 0.25}))
+    out = rm.score(reqs)
+    np.testing.assert_allclose(out.scores, 0.25)
+    assert out.failures == len(reqs) and out.failed.all()
+    assert rm.diagnostics()["unit_failures"] == len(reqs)
+    # the reply budget is reward.generative_max_new_tokens, not the RM's max_new_tokens
+    short = load_reward_model(reward_spec(_spec(lm_mute), {"generative": "pointwise", "generative_max_new_tokens": 1}))
+    tok = tiny_tokenizer()
+    assert all(len(tok(t, add_special_tokens=False)["input_ids"]) <= 1 for t in short.score(reqs[:2]).raw)
+    assert any(len(tok(t, add_special_tokens=False)["input_ids"]) > 1 for t in out.raw)
+
+    # BoN: every row flags its failure, the report and the BoN table count them
+    prompts = [{"question_id": f"q{i}", "subset": "S", "question": r.question, "profile": list(r.profile)}
+               for i, r in enumerate(reqs[:3])]
+    samples = [{"question_id": f"q{i}", "subset": "S", "sample_idx": s, "answer": f"answer {s} to {i}"}
+               for i in range(3) for s in range(2)]
+    write_jsonl(tmp_path / "prompts.jsonl", prompts)
+    write_jsonl(tmp_path / "samples.jsonl", samples)
+    report = score_bon(tmp_path / "samples.jsonl", tmp_path / "prompts.jsonl", {"name": "judge"},
+                       tmp_path / "scores.jsonl", rm=rm)
+    rows = read_jsonl(tmp_path / "scores.jsonl")
+    assert report["failures"] == report["fallback_scored"] == 6
+    assert all(r["failed"] and r["score"] == 0.25 for r in rows)
+    judged = [{"question_id": s["question_id"], "sample_idx": s["sample_idx"], "score": float(s["sample_idx"])}
+              for s in samples]
+    _, table = bon_curves(samples, judged, {"judge": rows}, ks=[1, 2], n=2, policy="p", n_boot=10)
+    assert (table[table.rm == "judge"].rm_failures == 6).all()
+
+    # PPO / GRPO: the adapter rewards the fallback score (scaled) and counts the failures
+    tok.pad_token = "<pad>"
+    adapter = RewardAdapter(rm, tok, PromptIndex([], tok), nan_reward=-1.0, reward_scale=0.1)
+    rewards = adapter.score_requests(reqs)
+    np.testing.assert_allclose(rewards, 0.025)
+    assert adapter.total.failures == len(reqs) and adapter.total.scored == len(reqs)
+
+
+def test_round_robin_stays_the_default(lm_08):
+    spec = _spec(lm_08)
+    assert reward_spec(spec, {}) == spec and reward_spec(spec, {"generative": "round_robin"}) == spec
+
+
+# ---- reward.profile: always --------------------------------------------------------------------
+def test_reward_spec_profile_rule_by_kind():
+    cls = {"name": "c", "kind": "classifier", "path": "x", "use_profile": False}
+    assert reward_spec(cls, {"profile": "as_benchmark"}) == cls
+    always = reward_spec(cls, {"profile": "always"})
+    assert always == {**cls, "use_profile": True, "profile_layout": "after_question"}
+    for other in ({"name": "l", "kind": "length"}, {"name": "g", "kind": "generative_pairwise", "path": "x"}):
+        assert reward_spec(other, {"profile": "always"}) == other
+    with pytest.raises(ConfigError, match="reward"):
+        reward_spec(cls, {"profile": "sometimes"})
+
+
+def test_profile_always_gives_a_profile_free_classifier_the_question_then_the_posts(tmp_path):
+    path = tiny_llama_classifier(tmp_path / "cls")
+    bench = {"name": "c", "kind": "classifier", "path": str(path), "use_profile": False, "progress": False}
+    req = ScoreRequest("What should I do this weekend?", "You could try cycling.",
+                       ("I ride my bike daily.", "New gears arrived."), ("Sports", ""))
+    plain = load_reward_model(bench)
+    rm = load_reward_model(reward_spec(bench, {"profile": "always"}))
+    tok = rm.tokenizer
+    text = tok.decode(rm.encoder.encode(req)["input_ids"])
+    user = ("What should I do this weekend?\n\nPost 1 (Category: Sports):\nI ride my bike daily.\n"
+            "Post 2 (Category: unknown):\nNew gears arrived.")
+    assert text == P.render_chat(tok, [{"role": "user", "content": user},
+                                       {"role": "assistant", "content": "You could try cycling."}])
+    assert tok.decode(plain.encoder.encode(req)["input_ids"]).startswith("<|user|>What should I do this weekend?</s>")
+    s_plain, s_always = plain.score([req]).scores[0], rm.score([req]).scores[0]
+    assert s_plain != s_always  # the posts reach the model
+
+
+
+def test_reward_prompt_templates(tmp_path):
+    tpl = P.load_templates({"templates": "default"})
+    msgs = P.reward_judge_messages("Best noir?", "Vertigo.", ("Loved the retrospective.",), categories=("Art",),
+                                   templates=tpl)
+    assert [m["role"] for m in msgs] == ["system", "user"]
+    user = msgs[1]["content"]
+    assert "Best noir?" in user and "Vertigo." in user and "Post 1 (Category: Art):\nLoved the retrospective." in user
+    assert "between 0 and 1" in user
+    (tmp_path / "policy_user.txt").write_text("{question}")
+    for role in ("pairwise_user", "pointwise_user", "rubric_user"):
+        (tmp_path / f"{role}.txt").write_text("{question}")
+    own = P.load_templates({"templates": str(tmp_path)})  # a set without the reward prompt still loads
+    with pytest.raises(FileNotFoundError, match="reward_user"):
+        P.reward_judge_messages("Q?", "A.", templates=own)
+
+
+def test_config_check_refuses_pointwise_reward_without_its_prompt(tmp_path):
+    import yaml
+    from helpers import REPO
+
+    from prbench.validation import validate_config
+
+    for role in ("policy_user", "pairwise_user", "pointwise_user", "rubric_user"):
+        (tmp_path / f"{role}.txt").write_text("{question}")
+    cfg = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
+    cfg["prompts"] = {"templates": str(tmp_path)}
+    validate_config(yaml.safe_load(yaml.safe_dump(cfg)))  # round_robin reads no reward prompt
+    cfg["reward"] = {"generative": "pointwise"}
+    with pytest.raises(ConfigError, match="reward.generative"):
+        validate_config(cfg)
+    (tmp_path / "reward_user.txt").write_text("{question} {answer}")
+    validate_config(cfg)
