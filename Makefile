@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= all
 
-.PHONY: install demo replica test test-fast test-slurm lint report protocol score
+.PHONY: install demo replica test test-fast test-slurm lint report protocol score prefetch
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,12 @@ score: $(BIN)/snakemake
 
 $(BIN)/snakemake:
 	$(MAKE) install
+
+# On a login node with internet: every hub model and dataset config.yaml names, into the Hugging Face
+# cache (HF_HOME), at each entry's revision; then compute nodes run with HF_HUB_OFFLINE=1 (docs/CLUSTER.md).
+prefetch: install
+	PYTHONPATH=src $(BIN)/python -m prbench.prefetch --configfile $(CONFIG)
+	HF_HUB_OFFLINE=1 PYTHONPATH=src $(BIN)/python -m prbench.prefetch --configfile $(CONFIG) --check
 
 report: demo
 	$(BIN)/snakemake --profile profiles/demo --report report.html

@@ -35,6 +35,7 @@ include: "rules/ppo.smk"
 include: "rules/grpo.smk"
 include: "rules/evaluation.smk"
 include: "rules/analysis.smk"
+include: "rules/manifest.smk"
 
 
 # Seconds-long table and figure jobs run on the submitting machine, not through a cluster queue.
@@ -55,6 +56,8 @@ localrules:
     fig_scatter,
     fig_correlations,
     fig_training,
+    missing_rms,
+    manifest,
     leaderboard,
 
 
@@ -62,3 +65,9 @@ rule all:
     default_target: True
     input:
         ALL_TARGETS,
+
+
+# With --keep-going, a run where only some RMs' jobs failed still analyses the other RMs, in a
+# second Snakemake run, and exits non-zero (prbench.partial, docs/DESIGN.md "Partial runs").
+onerror:
+    PARTIAL.after_failure(workflow, config, MISSING)

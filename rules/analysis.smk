@@ -9,10 +9,10 @@
 # nothing below names one. Each method's measure table is an input of `correlations`; its figure
 # signal a param of the scatter/correlation figures; a method with a training log gets a figure.
 CORR = config["correlation"]
-PAIR_KEYS = [[rm, bench] for rm in RMS for bench in BENCHMARKS]
-RUN_KEYS = [[policy, rm] for policy in POLICIES for rm in DOWNSTREAM_RMS]
+PAIR_KEYS = [[rm, bench] for rm in ROW_RMS for bench in BENCHMARKS]
+RUN_KEYS = [[policy, rm] for policy in POLICIES for rm in ROW_DOWNSTREAM_RMS]
 # the correlations run over the RMs with both benchmark and downstream results
-CORR_PAIR_KEYS = [[rm, bench] for rm in DOWNSTREAM_RMS for bench in BENCHMARKS]
+CORR_PAIR_KEYS = [[rm, bench] for rm in ROW_DOWNSTREAM_RMS for bench in BENCHMARKS]
 # The signal per method shown in the scatter and comparison figures (the table has all of them).
 FIG_SIGNALS = canon(DS.figure_signals(config, DOWNSTREAM))
 TRAINING = [m for m in DOWNSTREAM if DS.REGISTRY[m].train_log]
@@ -74,7 +74,8 @@ rule correlations:
         mem_mb=2000,
         runtime=15,
     params:
-        rms=DOWNSTREAM_RMS,
+        rms=ROW_DOWNSTREAM_RMS,
+        missing=MISSING,
         pair_keys=CORR_PAIR_KEYS,
         run_keys=RUN_KEYS,
         methods=DOWNSTREAM,
@@ -114,7 +115,8 @@ rule fig_accuracy:
         runtime=5,
     params:
         figure="accuracy",
-        rms=RMS,
+        rms=ROW_RMS,
+        missing=MISSING,
         benchmarks=BENCHMARKS,
     script:
         "../workflow_scripts/figures.py"
@@ -137,7 +139,8 @@ rule fig_bon_curves:
         runtime=5,
     params:
         figure="bon_curves",
-        rms=DOWNSTREAM_RMS,
+        rms=ROW_DOWNSTREAM_RMS,
+        missing=MISSING,
         estimator=FIG_SIGNALS["bon"]["estimator"],
     script:
         "../workflow_scripts/figures.py"
@@ -163,6 +166,7 @@ rule fig_scatter:
         figure="scatter",
         signals=FIG_SIGNALS,
         measure="judge_score",
+        missing=MISSING,
     script:
         "../workflow_scripts/figures.py"
 
@@ -186,6 +190,7 @@ rule fig_correlations:
         figure="correlations",
         signals=FIG_SIGNALS,
         measure="judge_score",
+        missing=MISSING,
     script:
         "../workflow_scripts/figures.py"
 
@@ -213,6 +218,7 @@ rule fig_training:
         run_keys=lambda wc: training_runs(wc.method),
         label=lambda wc: DS.label(wc.method),
         smooth=1,
+        missing=MISSING,
     script:
         "../workflow_scripts/figures.py"
 
@@ -256,7 +262,7 @@ rule leaderboard:
         mem_mb=1000,
         runtime=5,
     params:
-        rms=RMS,
+        rms=ROW_RMS,
         signals=FIG_SIGNALS,
         measure="judge_score",
     script:
@@ -264,3 +270,26 @@ rule leaderboard:
 
 
 ALL_TARGETS.extend(f"results/tables/leaderboard.{ext}" for ext in ("csv", "md", "html", "summary.html"))
+
+
+# The RMs a partial run leaves out, each failed job with its log (header only in a complete run).
+rule missing_rms:
+    output:
+        report("results/tables/missing_rms.csv", caption="../report/missing_rms.rst", category="Tables"),
+    log:
+        "logs/analysis/missing_rms.log",
+    benchmark:
+        "job_times/analysis/missing_rms.tsv"
+    conda:
+        "../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    params:
+        missing=MISSING,
+    script:
+        "../workflow_scripts/missing_rms.py"
+
+
+ALL_TARGETS.append("results/tables/missing_rms.csv")

@@ -21,7 +21,7 @@ BON_TABLE_INPUTS = {}
 for _k in BON_SETS:
     _sfx = f"_set{_k}" if _k else ""
     BON_TABLE_INPUTS.update(
-        {f"rm_{p}_{r}{_sfx}": f"{bon_dir(p, _k)}/rm_scores/{r}.jsonl" for p in POLICIES for r in DOWNSTREAM_RMS}
+        {f"rm_{p}_{r}{_sfx}": f"{bon_dir(p, _k)}/rm_scores/{r}.jsonl" for p in POLICIES for r in ROW_DOWNSTREAM_RMS}
     )
     BON_TABLE_INPUTS.update({f"samples_{p}{_sfx}": f"{bon_dir(p, _k)}/samples.jsonl" for p in POLICIES})
     BON_TABLE_INPUTS.update({f"judged_{p}{_sfx}": f"{bon_dir(p, _k)}/judged.jsonl" for p in POLICIES})
@@ -220,7 +220,10 @@ rule bon_table:
     output:
         table="results/tables/bon.csv",
         curves=[
-            f"{bon_dir(p, k)}/curves/{r}.csv" for k in BON_SETS for p in POLICIES for r in DOWNSTREAM_RMS + ["_oracle", "_random"]
+            f"{bon_dir(p, k)}/curves/{r}.csv"
+            for k in BON_SETS
+            for p in POLICIES
+            for r in ROW_DOWNSTREAM_RMS + ["_oracle", "_random"]
         ],
     log:
         "logs/bon/bon_table.log",
@@ -234,7 +237,7 @@ rule bon_table:
         runtime=10,
     params:
         policies=POLICIES,
-        rms=DOWNSTREAM_RMS,
+        rms=ROW_DOWNSTREAM_RMS,
         sample_sets=BON_SETS,
         ks=BON["ks"],
         n=BON["n"],
@@ -246,7 +249,7 @@ rule bon_table:
 
 rule bon_measures:
     input:
-        curves=[f"{bon_dir(p, k)}/curves/{r}.csv" for p in POLICIES for r in DOWNSTREAM_RMS for k in BON_SETS],
+        curves=[f"{bon_dir(p, k)}/curves/{r}.csv" for p in POLICIES for r in ROW_DOWNSTREAM_RMS for k in BON_SETS],
     output:
         DS.table_path("bon"),
     log:
@@ -260,7 +263,7 @@ rule bon_measures:
         mem_mb=2000,
         runtime=10,
     params:
-        runs=[[p, r, k] for p in POLICIES for r in DOWNSTREAM_RMS for k in BON_SETS],  # policy, rm, sample set
+        runs=[[p, r, k] for p in POLICIES for r in ROW_DOWNSTREAM_RMS for k in BON_SETS],  # policy, rm, sample set
     script:
         "../workflow_scripts/bon_measures.py"
 

@@ -1,6 +1,7 @@
 # Shared by every stage: config validation, names, input functions, resource scaling and the policies
 # and RMs as the downstream stages load them. The judge's plumbing is in rules/judge.smk. A stage file
 # reads only its own globals and these (tests/test_rules_layout.py).
+import os
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from prbench import downstream as DS  # noqa: E402
 from prbench.validation import check_config  # noqa: E402
 from prbench.rms import kind_info, reward_spec  # noqa: E402
 from prbench.seeding import replicate_seed as _replicate_seed  # noqa: E402
+from prbench import partial as PARTIAL  # noqa: E402
 
 validate(config, schema="../schemas/config.schema.yaml")
 check_config(config)
@@ -23,6 +25,12 @@ BENCHMARKS = ["personalized"] + BASELINES
 RMS = list(config["reward_models"])
 # RMs with downstream runs (BoN scoring, PPO, GRPO); reward_models.<rm>.downstream false = benchmarks only.
 DOWNSTREAM_RMS = [r for r in RMS if config["reward_models"][r].get("downstream", True)]
+# A partial run (prbench.partial, docs/DESIGN.md "Partial runs"): the onerror handler's second run
+# names the RMs whose jobs failed; the aggregate tables, figures and report then have rows for
+# ROW_RMS only and name the MISSING ones. In a normal run MISSING is {} and ROW_RMS is RMS.
+MISSING = PARTIAL.load_missing(os.environ.get(PARTIAL.ENV), RMS)
+ROW_RMS = [r for r in RMS if r not in MISSING]
+ROW_DOWNSTREAM_RMS = [r for r in DOWNSTREAM_RMS if r not in MISSING]
 POLICIES = list(config["policies"])
 DEMO = config["demo"]["enabled"]
 # Downstream methods this config runs, in registry order (prbench.downstream): each stage writes
@@ -40,7 +48,7 @@ PPO_PER_SUBSET = bool(config["ppo"]["per_subset"])
 def method_runs(method):
     """(policy, rm, subset) of each run of a trained-policy method; subset "" = a pooled run."""
     subsets = SUBSETS if method == "ppo" and PPO_PER_SUBSET else [""]
-    return [(p, r, s) for p in POLICIES for r in DOWNSTREAM_RMS for s in subsets]
+    return [(p, r, s) for p in POLICIES for r in ROW_DOWNSTREAM_RMS for s in subsets]
 
 
 # Replicates: bon.sample_sets sample sets per policy, ppo.seeds / grpo.seeds training seeds per

@@ -33,8 +33,8 @@ rule score_benchmark:
 
 rule accuracy_table:
     input:
-        acc=expand("results/scores/{rm}/{bench}.accuracy.json", rm=RMS, bench=BENCHMARKS),
-        pairs=expand("results/scores/{rm}/{bench}.pairs.jsonl", rm=RMS, bench=BENCHMARKS),
+        acc=expand("results/scores/{rm}/{bench}.accuracy.json", rm=ROW_RMS, bench=BENCHMARKS),
+        pairs=expand("results/scores/{rm}/{bench}.pairs.jsonl", rm=ROW_RMS, bench=BENCHMARKS),
     output:
         "results/tables/benchmark_accuracy.csv",
     log:
@@ -62,8 +62,8 @@ ALL_TARGETS.append("results/tables/benchmark_accuracy.csv")
 # accuracy by answer position for pairwise RMs, the chosen-minus-rejected score margin for pointwise ones.
 rule benchmark_reports:
     input:
-        acc=expand("results/scores/{rm}/{bench}.accuracy.json", rm=RMS, bench=BENCHMARKS),
-        pairs=expand("results/scores/{rm}/{bench}.pairs.jsonl", rm=RMS, bench=BENCHMARKS),
+        acc=expand("results/scores/{rm}/{bench}.accuracy.json", rm=ROW_RMS, bench=BENCHMARKS),
+        pairs=expand("results/scores/{rm}/{bench}.pairs.jsonl", rm=ROW_RMS, bench=BENCHMARKS),
     output:
         position=report(
             "results/tables/benchmark_position.csv",

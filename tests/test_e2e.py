@@ -36,11 +36,8 @@ def _run(workdir, *extra, timeout=1800):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    a = tmp_path_factory.mktemp("e2e_a")
-    rc, out = _run(a)
-    assert rc == 0, out[-6000:]
-    return a, out
+def runs(test_config_run):
+    return test_config_run  # conftest.py: one run of configs/test.yaml shared with test_partial_run.py
 
 
 def test_all_outputs(runs):

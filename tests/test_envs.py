@@ -93,9 +93,13 @@ def test_env_pins_agree_with_pyproject(path):
     assert not clash, f"{path}: list {clash} under pip:, as in pyproject.toml"
     allowed_extra = OPTIONAL_OK | optional_names()
     for name, req in env["pip"].items():
+        # every package pinned exactly (a conda env is a lock: the same run, the same versions) ...
+        pins = [s.version for s in req.specifier if s.operator == "=="]
+        assert len(pins) == 1 and len(req.specifier) == 1, f"{path}: pin {name} exactly (==), not {req.specifier}"
         if name in core:
-            assert req.specifier == core[name].specifier, (
-                f"{path}: {name}{req.specifier} but pyproject.toml has {name}{core[name].specifier}"
+            # ... at a version pyproject.toml's range accepts
+            assert core[name].specifier.contains(pins[0], prereleases=True), (
+                f"{path}: {name}=={pins[0]} but pyproject.toml has {name}{core[name].specifier}"
             )
             assert req.extras == core[name].extras, f"{path}: {name} extras differ from pyproject.toml"
         else:
@@ -121,6 +125,25 @@ def test_pinned_core_packages_all_covered():
         for stem, env in envs.items():
             if name in env["pip"]:
                 assert str(env["pip"][name].specifier) == str(req.specifier), f"envs/{stem}.yaml: {name}"
+
+
+def test_envs_agree_on_each_version():
+    """A package pinned in several envs has the same version in all of them."""
+    seen: dict[str, tuple[str, str]] = {}
+    for path in ENV_FILES:
+        for name, req in parse_env(path)["pip"].items():
+            first = seen.setdefault(name, (str(req.specifier), path.stem))
+            assert first[0] == str(req.specifier), (
+                f"{name}: {first[0]} in envs/{first[1]}.yaml, {req.specifier} in {path}")
+
+
+def test_a_range_is_refused(tmp_path):
+    bad = tmp_path / "analysis.yaml"
+    bad.write_text("name: x\nchannels: [conda-forge]\ndependencies:\n  - python=3.11\n  - pip\n"
+                   "  - pip:\n      - numpy>=1.26\n      - scipy==1.17.1\n      - pandas==3.1.1\n"
+                   "      - matplotlib==3.11.2\n")
+    with pytest.raises(AssertionError, match="pin numpy exactly"):
+        test_env_pins_agree_with_pyproject(bad)
 
 
 def test_parser_catches_mismatch(tmp_path):

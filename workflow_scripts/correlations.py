@@ -3,6 +3,7 @@ from prbench.job import start
 
 log = start(snakemake)
 
+from prbench import partial
 from prbench.analysis.correlation import run_correlations
 
 sm = snakemake
@@ -28,4 +29,8 @@ res = run_correlations(
     bench_kinds=dict(p.bench_kinds),
     runs=[tuple(run) for run in p.run_keys],
 )
-log.info("summary:\n%s", res.summary)
+# The summary states its n and, in a partial run, the RMs left out with their failed rules and logs
+summary = f"{partial.n_line(list(p.rms), dict(p.missing))}\n\n{res.summary}"
+with open(sm.output.summary, "w", encoding="utf-8") as fh:
+    fh.write(summary if summary.endswith("\n") else summary + "\n")
+log.info("summary:\n%s", summary)

@@ -3,11 +3,13 @@ from prbench.job import start
 
 log = start(snakemake)
 
+from prbench import partial
 from prbench.analysis import figures
 
 sm = snakemake
 p = sm.params
 which = p.figure
+figures.FOOTNOTE = partial.describe(dict(p.missing))  # '' unless a partial run
 if which == "accuracy":
     figures.plot_accuracy(sm.input[0], sm.output.png, sm.output.pdf, rms=list(p.rms), benchmarks=list(p.benchmarks))
 elif which == "bon_curves":

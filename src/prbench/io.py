@@ -1,11 +1,13 @@
 """Small, atomic file helpers shared by every stage (jsonl / json / csv)."""
 from __future__ import annotations
 
+import errno
 import glob
 import gzip
 import hashlib
 import json
 import os
+import signal
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,15 +61,41 @@ def _atomic_write(path: Path):
     try:
         yield tmp
         os.replace(tmp, path)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise OSError(e.errno, f"{path}: no space left on the device while writing it "
+                          f"({e.strerror}); nothing was written there, free space and rerun") from e
+        raise
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+# Fault injection for tests (tests/test_faults.py): with PRBENCH_FAULT_KILL_AFTER_ROWS=N, a process
+# whose write_jsonl has written N rows of an output whose name contains PRBENCH_FAULT_MATCH (default:
+# any) kills itself with SIGKILL, mid-write, like an OOM killer or scancel would.
+FAULT_ROWS = "PRBENCH_FAULT_KILL_AFTER_ROWS"
+FAULT_MATCH = "PRBENCH_FAULT_MATCH"
+
+
+def _fault_point(path: Path):
+    n = os.environ.get(FAULT_ROWS)
+    if not n or os.environ.get(FAULT_MATCH, "") not in str(path):
+        return None
+    return int(n)
+
+
+def _maybe_die(kill_at, n: int, fh) -> None:
+    if kill_at is not None and n >= kill_at:
+        fh.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def write_jsonl(path: str | os.PathLike, rows: Iterable[dict]) -> int:
     """Write rows atomically (temp file + rename); returns the number of rows."""
     path = Path(path)
     n = 0
+    kill_at = _fault_point(path)
     with _atomic_write(path) as tmp:
         opener = (gzip.open(tmp, "wt", encoding="utf-8") if str(path).endswith(".gz")
                   else open(tmp, "w", encoding="utf-8"))
@@ -75,6 +103,7 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[dict]) -> int:
             for row in rows:
                 fh.write(json.dumps(row, ensure_ascii=False, sort_keys=False) + "\n")
                 n += 1
+                _maybe_die(kill_at, n, fh)
     return n
 
 

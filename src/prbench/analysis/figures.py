@@ -43,7 +43,14 @@ plt.rcParams.update({
 })
 
 
+# A line under every figure, set by the figure job: in a partial run the RMs left out and why
+# (prbench.partial.describe); empty otherwise.
+FOOTNOTE = ""
+
+
 def _save(fig, png: str | Path, pdf: str | Path) -> None:
+    if FOOTNOTE:
+        fig.text(0.01, -0.02, FOOTNOTE, fontsize=7, ha="left", va="top", wrap=True, color="firebrick")
     for path in (png, pdf):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, bbox_inches="tight")

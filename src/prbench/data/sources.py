@@ -43,13 +43,20 @@ def local_split_files(folder: str | os.PathLike, split: str, key: str = "source"
     return files
 
 
-def iter_local(files: list[Path]) -> Iterator[tuple[str, int, dict]]:
-    """(origin label, 1-based row/line number, row) from jsonl or parquet files."""
+def iter_local(files: list[Path], key: str | None = None) -> Iterator[tuple[str, int, dict]]:
+    """(origin label, 1-based row/line number, row) from jsonl or parquet files. A file that does
+    not read (truncated, corrupt) is a DataError naming the config `key` and the path."""
+    where = f"config key {key}: " if key else ""
     for path in files:
         if path.suffix == ".parquet":
             import pyarrow.parquet as pq
 
-            for i, row in enumerate(pq.read_table(path).to_pylist(), 1):
+            try:
+                table = pq.read_table(path)
+            except Exception as exc:  # pyarrow.ArrowInvalid / OSError on a truncated or corrupt file
+                raise DataError(f"{where}{path}: unreadable parquet file, truncated or corrupt "
+                                f"({type(exc).__name__}: {exc})") from None
+            for i, row in enumerate(table.to_pylist(), 1):
                 yield str(path), i, row
             continue
         import gzip
@@ -62,9 +69,10 @@ def iter_local(files: list[Path]) -> Iterator[tuple[str, int, dict]]:
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise DataError(f"{path}: row {lineno}: invalid JSON ({exc.msg})") from None
+                    cut = "" if line.endswith("\n") else ", the file ends mid-row: truncated?"
+                    raise DataError(f"{where}{path}: row {lineno}: invalid JSON ({exc.msg}{cut})") from None
                 if not isinstance(row, dict):
-                    raise DataError(f"{path}: row {lineno}: expected a JSON object, got {type(row).__name__}")
+                    raise DataError(f"{where}{path}: row {lineno}: expected a JSON object, got {type(row).__name__}")
                 yield str(path), lineno, row
 
 
@@ -89,7 +97,7 @@ def iter_source(
         folder = Path(os.path.expanduser(source))
         if subset:
             folder = folder / subset
-        yield from iter_local(local_split_files(folder, split, key))
+        yield from iter_local(local_split_files(folder, split, key), key)
     else:
         yield from iter_hub(source, subset, split)
 

@@ -115,6 +115,11 @@ def from_pretrained(cls, path: str, spec: dict, **kwargs):
                         "false to allow pickle .bin weights)")
             raise RuntimeError(f"config key {spec_key(spec, 'path')}: cannot load {cls.__name__} from {path!r}{hint}: "
                                f"{exc}") from exc
+        except Exception as exc:
+            if type(exc).__name__ != "SafetensorError":  # safetensors' own error: a corrupt or truncated file
+                raise
+            raise RuntimeError(f"config key {spec_key(spec, 'path')}: corrupt or truncated safetensors weights in "
+                               f"{path!r}: {exc}") from exc
 
 
 def model_config_dict(spec: dict) -> dict:
