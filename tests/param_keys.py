@@ -261,9 +261,15 @@ def job_params(config: dict, workdir: Path) -> JobParams:
         sys.path[:] = path
 
 
+# Rules that read the whole validated config by design, so every edit reaches them: the run manifest
+# records the config's hash (provenance). Counting them would let every key "reach a job".
+WHOLE_CONFIG_RULES = frozenset({"manifest"})
+
+
 def changed_rules(base: JobParams, edited: JobParams) -> list[str]:
     return sorted({rule for rule, out in base.keys() | edited.keys()
-                   if base.get((rule, out), MISSING) != edited.get((rule, out), MISSING)})
+                   if rule not in WHOLE_CONFIG_RULES
+                   and base.get((rule, out), MISSING) != edited.get((rule, out), MISSING)})
 
 
 def check_valid(config: dict) -> None:

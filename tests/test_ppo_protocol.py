@@ -235,7 +235,8 @@ def test_more_verl_defaults_reach_trl_and_the_optimizer():
     assert (d["adam_eps"], d["vf_coef"], d["max_grad_norm"], d["drop_last"]) == (1e-5, 0.1, None, False)
     assert _trl_config({**BASE, **AUTHORS_MORE}).vf_coef == 1.0
     assert _trl_config(BASE).vf_coef == 0.1
-    opt, _ = build_optimizer(torch.nn.Linear(3, 2), torch.nn.Linear(3, 1), resolve_settings({**BASE, **AUTHORS_MORE}, 20))
+    s = resolve_settings({**BASE, **AUTHORS_MORE}, 20)
+    opt, _ = build_optimizer(torch.nn.Linear(3, 2), torch.nn.Linear(3, 1), s)
     assert [g["eps"] for g in opt.param_groups] == [1e-8, 1e-8]
     assert {"adam_eps", "vf_coef", "max_grad_norm", "drop_last"} <= set(TRAIN_KEYS)
 
