@@ -22,7 +22,7 @@ BROKEN = "broken"
 # Jobs of the aggregate stages: the ones a partial run and the fixing rerun may run besides the RM's own.
 AGGREGATES = {"accuracy_table", "bon_table", "bon_measures", "ppo_table", "grpo_table", "judged_measures",
               "correlations", "missing_rms", "fig_accuracy", "fig_bon_curves", "fig_scatter", "fig_correlations",
-              "fig_training", "manifest", "all"}
+              "fig_training", "manifest", "benchmark_reports", "leaderboard", "all"}
 
 
 def _run(workdir, config, *extra):

@@ -182,7 +182,7 @@ def test_replica_config_mirrors_paper_config():
     assert rep["prompts"] == paper["prompts"]
     assert set(rep["data"]["personalized"]["downstream"]) == set(paper["data"]["personalized"]["downstream"])
     for key in ("kl_coef", "reward_scale", "eval_greedy", "eval_top_p", "gae_lambda", "cliprange_value", "lr_scheduler",
-                "weight_decay"):
+                "weight_decay", "adam_eps", "vf_coef", "max_grad_norm", "drop_last"):
         assert rep["ppo"][key] == paper["ppo"][key], key
     assert rep["bon"]["top_p"] == paper["bon"]["top_p"]
     # the authors' RM-side protocol: downstream reward input, pairwise benchmark rules

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from ...config import entry_with_defaults
 from .curves import (  # noqa: F401 (the package's public names)
     CURVE_COLUMNS,
     CURVE_MEASURES,
@@ -54,8 +55,8 @@ def enabled(config: Mapping) -> bool:
 def figure_signal(config: Mapping) -> dict:
     """BoN's headline signal: `bon.headline_estimator` (default `expected`) at the largest k, used by
     the figures, the leaderboard and the correlation verdict's headline cells."""
-    bon = config["bon"]
-    estimator = bon.get("headline_estimator", "expected")
+    bon = entry_with_defaults(config["bon"], "bon")
+    estimator = bon["headline_estimator"]
     if estimator not in ESTIMATORS:
         raise ValueError(f"config key bon.headline_estimator: {estimator!r} is not one of {list(ESTIMATORS)}")
     return {"estimator": estimator, "k": int(max(bon["ks"]))}
