@@ -47,11 +47,14 @@ def test_every_table_and_figure(run):
     assert {"chat", "chat_hard", "safety", "reasoning"} <= set(rb["group"])
     rmb = acc[(acc["benchmark"] == "rmbench") & (acc["level"] == "section")]
     assert {"easy", "normal", "hard"} <= set(rmb["group"])
+    # the downstream runs: every RM but the benchmark-only ones (reward_models.<rm>.downstream: false)
+    down = {rm for rm, e in cfg["reward_models"].items() if e.get("downstream", True)}
+    assert down and down < rms
     bon = pd.read_csv(run / "results/tables/bon.csv")
-    assert rms <= set(bon["rm"]) and set(bon["k"]) == set(cfg["bon"]["ks"])
+    assert down <= set(bon["rm"]) and not (rms - down) & set(bon["rm"]) and set(bon["k"]) == set(cfg["bon"]["ks"])
     ppo = pd.read_csv(run / "results/tables/ppo.csv")
-    assert set(ppo["rm"]) == rms
-    for rm in rms:
+    assert set(ppo["rm"]) == down
+    for rm in down:
         assert (run / f"results/ppo/qwen25_05b/{rm}/train_log.csv").exists(), rm
     assert len(pd.read_csv(run / "results/tables/correlations.csv")) > 0
     assert (run / "results/tables/correlation_summary.md").stat().st_size > 0
