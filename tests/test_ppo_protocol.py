@@ -268,3 +268,8 @@ def test_drop_last_leaves_the_partial_batch_out():
     verl = resolve_settings({**BASE, "total_episodes": None, "drop_last": True}, 20)
     assert (base["total_steps"], base["total_episodes"]) == (3, 20)
     assert (verl["total_steps"], verl["total_episodes"]) == (2, 16)
+
+
+def test_drop_last_refuses_a_run_without_a_step():
+    with pytest.raises(ValueError, match="ppo.drop_last"):
+        resolve_settings({**BASE, "total_episodes": 5, "drop_last": True}, 20)

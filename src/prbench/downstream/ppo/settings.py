@@ -74,6 +74,9 @@ def resolve_settings(ppo_cfg: dict, n_prompts: int, n_procs: int | None = None) 
         s["total_episodes"] = n_prompts
     if s["drop_last"]:  # verl: the last partial batch is left out
         s["total_steps"] = s["total_episodes"] // s["batch_size"]
+        if s["total_steps"] < 1:
+            raise ValueError(f"config keys ppo.total_episodes / ppo.drop_last: {s['total_episodes']} episodes are "
+                             f"less than one batch of {s['batch_size']}, and drop_last leaves no PPO step")
         s["total_episodes"] = s["total_steps"] * s["batch_size"]
     else:
         s["total_steps"] = math.ceil(s["total_episodes"] / s["batch_size"])
