@@ -66,6 +66,9 @@ TABLE_COLUMNS = [
     "null_mean", "null_q95", "p_null", "q_null", "value_norm", "loo_min", "loo_max",
 ]
 
+INPUT_COLUMNS = ["rm", "kind", "benchmark", "level", "group", "policy", "downstream", "estimator", "measure", "k",
+                 "value", "ci_low", "ci_high", "n_replicates", "replicate_sd"]
+
 PERMUTED = ("spearman", "kendall_tau_b")
 
 
@@ -109,10 +112,73 @@ class Score:
     stratum: str
     num: np.ndarray
     den: np.ndarray
+    n_rep: np.ndarray | None = None  # (R,) replicates per RM of a downstream measure; None for a benchmark
 
     def evaluate(self, weights: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
             return (weights @ self.num.T) / (weights @ self.den.T)
+
+
+@dataclass
+class ReplicatedScore(Score):
+    """A downstream measure whose runs have several replicates (sample sets, training seeds).
+
+    rep_num/rep_den (J, R, U): the per-unit sums of each replicate j; has (J, R): RM r has replicate j
+    (rows, even all-NaN ones). A replicate's value is its question mean (`Score.evaluate` on its
+    sums); the RM's measure is the mean over its replicates of those values (a replicate without a
+    finite value is left out). `evaluate_drawn` takes the replicate counts of each bootstrap draw.
+    shared: the replicates are shared by every RM (BoN's sample sets: replicate j of every RM ranks
+    the same samples), so a draw resamples the replicate indices once for all RMs; otherwise each
+    RM's replicates are independent runs (training seeds) and are resampled per RM. num/den (the
+    pooled sums) are unused."""
+
+    rep_num: np.ndarray | None = None
+    rep_den: np.ndarray | None = None
+    has: np.ndarray | None = None
+    shared: bool = False
+
+    def per_replicate(self, weights: np.ndarray) -> np.ndarray:
+        """(J, B, R): each replicate's question mean under each weight vector."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.stack([(weights @ n.T) / (weights @ d.T) for n, d in zip(self.rep_num, self.rep_den)])
+
+    def evaluate_drawn(self, weights: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """(B, R): the mean over drawn replicates (counts (B, R, J): how often each is drawn) of
+        their question means; NaN where no drawn replicate has a value."""
+        return mean_over_replicates(self.per_replicate(weights), counts)
+
+    def evaluate(self, weights: np.ndarray) -> np.ndarray:
+        """Every present replicate once (the point estimate)."""
+        counts = np.broadcast_to(self.has.T[None].astype(float), (len(weights), *self.has.T.shape))
+        return self.evaluate_drawn(weights, counts)
+
+    def draws(self, n_boot: int, seed: int, rms: Sequence[str]) -> np.ndarray:
+        """(n_boot, R, J) replicate counts: R of R drawn with replacement, once for all RMs
+        (shared) or per RM (independent); seeded by (method, policy[, RM]), so every measure of a run
+        sees the same draws."""
+        n_rep, n_rms = self.has.shape
+        counts = np.zeros((n_boot, n_rms, n_rep))
+        base = ("correlation-replicates", self.key["downstream"], self.key["policy"])
+        if self.shared:
+            ids = np.flatnonzero(self.has.any(1))
+            rng = np.random.default_rng(stable_seed(seed, *base))
+            c = rng.multinomial(len(ids), np.full(len(ids), 1.0 / len(ids)), size=n_boot)
+            counts[:, :, ids] = c[:, None, :]
+            return counts * self.has.T[None]
+        for r in range(n_rms):
+            ids = np.flatnonzero(self.has[:, r])
+            if len(ids):
+                rng = np.random.default_rng(stable_seed(seed, *base, rms[r]))
+                counts[:, r, ids] = rng.multinomial(len(ids), np.full(len(ids), 1.0 / len(ids)), size=n_boot)
+        return counts
+
+
+def mean_over_replicates(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """values (J, B, R), counts (B, R, J) -> (B, R): sum_j c_j v_j / sum_j c_j over finite v_j."""
+    v = np.moveaxis(values, 0, -1)
+    ok = np.isfinite(v) & (counts > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ok, v * counts, 0.0).sum(-1) / np.where(ok, counts, 0.0).sum(-1)
 
 
 @dataclass
@@ -134,6 +200,7 @@ class Collected:
     benchmarks: list[Score] = field(default_factory=list)
     downstream: list[Score] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    replicates: dict = field(default_factory=dict)  # (method, policy) -> {RM index: [replicate ids]}
 
 
 def _require(row: dict, fields, path, lineno) -> None:
@@ -142,25 +209,65 @@ def _require(row: dict, fields, path, lineno) -> None:
         raise ValueError(f"{path}: row {lineno} lacks field(s) {missing}")
 
 
-def _add(store: dict, key: dict, stratum: str, r: int, u: int, num: float, den: float = 1.0) -> None:
-    """Accumulate one observation of RM r on unit u under the score identified by key."""
+def _add(store: dict, key: dict, stratum: str, r: int, u: int, num: float, den: float = 1.0, rep: int = 0) -> None:
+    """Accumulate one observation of RM r on unit u (replicate rep) under the score identified by key."""
     entry = store.setdefault(tuple(key.items()), (stratum, {}))
-    entry[1].setdefault(r, []).append((u, num, den))
+    entry[1].setdefault(r, []).append((u, num, den, rep))
 
 
-def _materialise(store: dict, rms: list[str], units: dict[str, Units]) -> list[Score]:
+def _sums(entries, n: int) -> tuple[np.ndarray, np.ndarray]:
+    arr = np.asarray(entries, dtype=float)
+    u = arr[:, 0].astype(int)
+    num, den = np.zeros(n), np.zeros(n)
+    np.add.at(num, u, arr[:, 1])
+    np.add.at(den, u, arr[:, 2])
+    return num, den
+
+
+def _materialise(store: dict, rms: list[str], units: dict[str, Units], replicates: dict | None = None) -> list[Score]:
+    """The scores of a store. replicates: {(method, policy): {RM index: [replicate ids]}} of the
+    downstream measures; a measure with an RM of several replicates is a `ReplicatedScore`."""
     out = []
     for key, (stratum, per_rm) in store.items():
         n = len(units[stratum])
+        kd = dict(key)
+        present = (replicates or {}).get((kd.get("downstream"), kd.get("policy")), {})
+        if any(len(v) > 1 for v in present.values()):
+            out.append(_replicated(kd, stratum, per_rm, present, len(rms), n))
+            continue
         num = np.zeros((len(rms), n))
         den = np.zeros((len(rms), n))
         for r, entries in per_rm.items():
-            arr = np.asarray(entries, dtype=float)
-            u = arr[:, 0].astype(int)
-            np.add.at(num[r], u, arr[:, 1])
-            np.add.at(den[r], u, arr[:, 2])
-        out.append(Score(dict(key), stratum, num, den))
+            num[r], den[r] = _sums(entries, n)
+        out.append(Score(kd, stratum, num, den, n_rep=_n_rep(present, len(rms)) if present else None))
     return out
+
+
+def _n_rep(present: dict, n_rms: int) -> np.ndarray:
+    out = np.zeros(n_rms, dtype=int)
+    for r, reps in present.items():
+        out[r] = len(reps)
+    return out
+
+
+def _replicated(key: dict, stratum: str, per_rm: dict, present: dict, n_rms: int, n: int) -> "ReplicatedScore":
+    ids = sorted({x for reps in present.values() for x in reps})
+    j_of = {x: j for j, x in enumerate(ids)}
+    num = np.zeros((len(ids), n_rms, n))
+    den = np.zeros((len(ids), n_rms, n))
+    has = np.zeros((len(ids), n_rms), dtype=bool)
+    for r, reps in present.items():
+        has[[j_of[x] for x in reps], r] = True
+    for r, entries in per_rm.items():
+        by_rep: dict[int, list] = {}
+        for e in entries:
+            by_rep.setdefault(int(e[3]), []).append(e)
+        for x, es in by_rep.items():
+            num[j_of[x], r], den[j_of[x], r] = _sums(es, n)
+    method = key["downstream"]
+    shared = bool(downstream.REGISTRY[method].shared_replicates) if method in downstream.REGISTRY else False
+    return ReplicatedScore(key, stratum, num.sum(0), den.sum(0), n_rep=has.sum(0), rep_num=num, rep_den=den,
+                           has=has, shared=shared)
 
 
 def collect(
@@ -190,7 +297,7 @@ def collect(
         _read_downstream(col, down_store, rindex, method, path, runs)
     col.benchmarks = _materialise(bench_store, rms, col.units)
     col.benchmarks += _official_scores(col, official_rows, bench_kinds or {})
-    col.downstream = _materialise(down_store, rms, col.units)
+    col.downstream = _materialise(down_store, rms, col.units, col.replicates)
     col.benchmarks.sort(key=lambda s: _bench_order(s.key))
     col.downstream.sort(key=lambda s: _down_order(s.key))
     return col
@@ -251,7 +358,7 @@ def _official_scores(col: Collected, official_rows: dict, bench_kinds: dict) -> 
             parts.append((coefs[c], num, den))
         zero = np.zeros((n_rms, len(units)))
         out.append(OfficialScore({"benchmark": bench, "level": "official", "group": "overall"},
-                                 units.name, zero, zero, parts))
+                                 units.name, zero, zero, parts=parts))
     return out
 
 
@@ -270,12 +377,15 @@ def _read_downstream(col: Collected, store: dict, rindex: dict, method: str, pat
             raise ValueError(f"{path}: no {method} measures for run(s) {missing}")
     pers = _units(col, PERSONALIZED)
     ks = [None if pd.isna(k) else int(k) for k in df["k"]]
-    for (policy, rm, est, measure, q, subset, value), k in zip(
-            df[["policy", "rm", "estimator", "measure", "question_id", "subset", "value"]].itertuples(
+    for (policy, rm, est, measure, q, subset, value, rep), k in zip(
+            df[["policy", "rm", "estimator", "measure", "question_id", "subset", "value", "replicate"]].itertuples(
                 index=False, name=None), ks):
         u = pers.add(q, subset)
         if math.isfinite(value):
-            _add(store, _down(policy, method, est, measure, k), PERSONALIZED, rindex[rm], u, value)
+            _add(store, _down(policy, method, est, measure, k), PERSONALIZED, rindex[rm], u, value, rep=int(rep))
+    # the replicates each run has (NaN-only ones included: a replicate is present when it has rows)
+    for (policy, rm), reps in df.groupby(["policy", "rm"], sort=False)["replicate"]:
+        col.replicates.setdefault((method, policy), {})[rindex[rm]] = sorted(set(int(x) for x in reps))
     unscored = df[(df["measure"] == SCORED_MEASURE) & df["value"].isna()]
     counts = unscored.groupby(["policy", "rm"], sort=False).size()
     for policy, rm in dict.fromkeys(zip(df["policy"], df["rm"])):
@@ -313,18 +423,39 @@ class Evaluated:
     score: Score
     point: np.ndarray  # (R,)
     boot: np.ndarray  # (B, R)
+    replicate_sd: np.ndarray | None = None  # (R,) SD across the RM's replicate values (NaN with < 2)
 
 
 def evaluate_scores(col: Collected, n_boot: int, seed: int) -> tuple[list[Evaluated], list[Evaluated]]:
+    """Point values and bootstrap replicates of every score. A draw resamples the questions (one
+    weight vector per stratum, shared by every score) and, for a downstream measure with several
+    replicates, that run's replicates (`ReplicatedScore.draws`) before averaging them."""
     weights = {name: u.weights(n_boot, seed) for name, u in col.units.items()}
     ones = {name: np.ones((1, len(u))) for name, u in col.units.items()}
 
     def ev(s: Score) -> Evaluated:
         # values equal up to floating-point noise are exact ties (rankmetrics.snap)
+        if isinstance(s, ReplicatedScore):
+            reps = s.per_replicate(ones[s.stratum])[:, 0, :]  # (J, R)
+            boot = s.evaluate_drawn(weights[s.stratum], s.draws(n_boot, seed, col.rms))
+            return Evaluated(s, rankmetrics.snap(s.evaluate(ones[s.stratum])[0]), rankmetrics.snap(boot),
+                             replicate_sd(reps, s.has))
+        sd = None if s.n_rep is None else np.full(len(col.rms), np.nan)
         return Evaluated(s, rankmetrics.snap(s.evaluate(ones[s.stratum])[0]),
-                         rankmetrics.snap(s.evaluate(weights[s.stratum])))
+                         rankmetrics.snap(s.evaluate(weights[s.stratum])), sd)
 
     return [ev(s) for s in col.benchmarks], [ev(s) for s in col.downstream]
+
+
+def replicate_sd(values: np.ndarray, has: np.ndarray) -> np.ndarray:
+    """(R,) sample SD (ddof 1) of each RM's finite replicate values (values, has: (J, R)); NaN with < 2."""
+    out = np.full(values.shape[1], np.nan)
+    for r in range(values.shape[1]):
+        v = values[has[:, r], r]
+        v = v[np.isfinite(v)]
+        if len(v) >= 2:
+            out[r] = float(np.std(v, ddof=1))
+    return out
 
 
 @dataclass
@@ -382,13 +513,16 @@ def _inputs_table(col: Collected, bench: list[Evaluated], down: list[Evaluated],
     inputs = []
     for kind, group in (("benchmark", bench), ("downstream", down)):
         for e in group:
+            n_rep = e.score.n_rep
             for r, rm in enumerate(col.rms):
                 lo, hi, _ = percentile_interval(e.boot[:, r], ci)
                 inputs.append({"rm": rm, "kind": kind, **e.score.key, "value": e.point[r],
-                               "ci_low": lo, "ci_high": hi})
-    inputs = pd.DataFrame(inputs, columns=["rm", "kind", "benchmark", "level", "group", "policy", "downstream",
-                                           "estimator", "measure", "k", "value", "ci_low", "ci_high"])
+                               "ci_low": lo, "ci_high": hi,
+                               "n_replicates": None if n_rep is None else int(n_rep[r]),
+                               "replicate_sd": np.nan if e.replicate_sd is None else e.replicate_sd[r]})
+    inputs = pd.DataFrame(inputs, columns=INPUT_COLUMNS)
     inputs["k"] = inputs["k"].astype("Int64")
+    inputs["n_replicates"] = inputs["n_replicates"].astype("Int64")
     return inputs
 
 

@@ -11,7 +11,8 @@ one way of computing its measures (PPO, GRPO); `k` is empty unless the measure i
 of samples (BoN); `replicate` (int, 0-based) numbers the independent repeats of a run: BoN's sample
 sets (`bon.sample_sets`, shared by every RM), PPO's and GRPO's training seeds (`ppo.seeds`,
 `grpo.seeds`); a single-replicate run writes 0. The downstream measure of a run is the mean over its
-replicates (the analysis pools a question's replicate values into that question's unit). `value` is empty
+replicates of each replicate's question mean; the analysis' bootstrap resamples the replicates too
+(`Method.shared_replicates`: once for all RMs, or per RM). `value` is empty
 (NaN) where the question has no value (a judge parse failure): the analysis counts those rows
 (measure `judge_score`) as a data note and skips them, so an unparseable output is never a zero.
 A question appears at least once per run even when all of its values are NaN (it remains a
@@ -93,6 +94,11 @@ class Method:
     trained_policy  True when the method trains a policy per RM that the shared evaluation
                (rule `eval_policy`: answers on the eval split, cached judge, win rate against
                the base policy) reads from `results/{name}/{policy}/{rm}/model`
+    shared_replicates  True when replicate j is the same draw for every RM (BoN's sample sets: every
+               RM ranks the same samples), so the analysis' bootstrap resamples the replicate indices
+               once for all RMs; False when each RM's replicates are its own runs (training seeds),
+               resampled independently per RM
+    replicate_noun  what one replicate is, in the summary ("sample set", "training seed")
     """
 
     name: str
@@ -104,6 +110,8 @@ class Method:
     unscored: str = "answers"
     train_log: str | None = None
     trained_policy: bool = False
+    shared_replicates: bool = False
+    replicate_noun: str = "replicate"
     extra: dict = field(default_factory=dict)
 
     @property
@@ -293,8 +301,9 @@ def write_judged_measures(method: str, runs: Mapping[tuple, str | Sequence[str]]
 
 
 register(Method("bon", "BoN", 0, enabled="bon:enabled", estimators=("expected", "first_k", "first_k_tieavg"),
-                signal="bon:figure_signal", unscored="curve points"))
+                signal="bon:figure_signal", unscored="curve points", shared_replicates=True,
+                replicate_noun="sample set"))
 register(Method("ppo", "PPO", 1, enabled="ppo:enabled", train_log="results/ppo/{policy}/{rm}/train_log.csv",
-                trained_policy=True))
+                trained_policy=True, replicate_noun="training seed"))
 register(Method("grpo", "GRPO", 2, enabled="grpo:enabled", train_log="results/grpo/{policy}/{rm}/train_log.csv",
-                trained_policy=True))
+                trained_policy=True, replicate_noun="training seed"))
