@@ -29,8 +29,10 @@ res = run_correlations(
     bench_kinds=dict(p.bench_kinds),
     runs=[tuple(run) for run in p.run_keys],
 )
-# The summary states its n and, in a partial run, the RMs left out with their failed rules and logs
-summary = f"{partial.n_line(list(p.rms), dict(p.missing))}\n\n{res.summary}"
+# The summary states its n, the replicates per method and, in a partial run, the RMs left out with
+# their failed rules and logs
+n_line = " ".join(x for x in (partial.n_line(list(p.rms), dict(p.missing)), res.replicates) if x)
+summary = f"{n_line}\n\n{res.summary}"
 with open(sm.output.summary, "w", encoding="utf-8") as fh:
     fh.write(summary if summary.endswith("\n") else summary + "\n")
 log.info("summary:\n%s", summary)

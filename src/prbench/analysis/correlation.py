@@ -124,9 +124,10 @@ class ReplicatedScore(Score):
     """A downstream measure whose runs have several replicates (sample sets, training seeds).
 
     rep_num/rep_den (J, R, U): the per-unit sums of each replicate j; has (J, R): RM r has replicate j
-    (rows, even all-NaN ones). A replicate's value is its question mean (`Score.evaluate` on its
-    sums); the RM's measure is the mean over its replicates of those values (a replicate without a
-    finite value is left out). `evaluate_drawn` takes the replicate counts of each bootstrap draw.
+    with at least one finite value (a replicate whose values are all NaN is neither averaged nor
+    drawn). A replicate's value is its question mean (`Score.evaluate` on its sums); the RM's
+    measure is the mean over its replicates of those values (in a draw, a drawn replicate without a
+    value on the drawn questions is left out). `evaluate_drawn` takes the replicate counts of each bootstrap draw.
     shared: the replicates are shared by every RM (BoN's sample sets: replicate j of every RM ranks
     the same samples), so a draw resamples the replicate indices once for all RMs; otherwise each
     RM's replicates are independent runs (training seeds) and are resampled per RM. num/den (the
@@ -264,6 +265,7 @@ def _replicated(key: dict, stratum: str, per_rm: dict, present: dict, n_rms: int
             by_rep.setdefault(int(e[3]), []).append(e)
         for x, es in by_rep.items():
             num[j_of[x], r], den[j_of[x], r] = _sums(es, n)
+    has &= den.sum(-1) > 0  # a replicate without any finite value has no mean: not drawn, not averaged
     method = key["downstream"]
     shared = bool(downstream.REGISTRY[method].shared_replicates) if method in downstream.REGISTRY else False
     return ReplicatedScore(key, stratum, num.sum(0), den.sum(0), n_rep=has.sum(0), rep_num=num, rep_den=den,
@@ -466,6 +468,32 @@ class Result:
     summary: str
     comparisons: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COMPARISON_COLUMNS))
     power: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=POWER_COLUMNS))
+    replicates: str = ""  # the summary's n line on replicates (`replicate_line`)
+
+
+def replicate_counts(col: Collected) -> dict[str, list[int]]:
+    """{method: sorted distinct numbers of replicates of its runs}, in table order."""
+    out: dict[str, set] = {}
+    for (method, _policy), per_rm in col.replicates.items():
+        out.setdefault(method, set()).update(len(v) for v in per_rm.values())
+    return {m: sorted(out[m]) for m in downstream.ordered(list(out))}
+
+
+def replicate_line(col: Collected) -> str:
+    """'Replicates per run: BoN 2 sample sets (shared by all RMs), PPO 1 training seed.' (empty
+    without downstream tables)."""
+    parts = []
+    for method, counts in replicate_counts(col).items():
+        spec = downstream.REGISTRY.get(method)
+        noun = spec.replicate_noun if spec else "replicate"
+        n = f"{counts[0]}-{counts[-1]}" if len(counts) > 1 else str(counts[0])
+        many = counts[-1] > 1
+        text = f"{downstream.label(method)} {n} {noun}{'s' if many else ''}"
+        if many:
+            text += " (shared by all RMs, resampled once per bootstrap draw)" if spec and spec.shared_replicates \
+                else " (per RM, resampled per RM in each bootstrap draw)"
+        parts.append(text)
+    return f"Replicates per run: {', '.join(parts)}." if parts else ""
 
 
 def _bkey(key: dict) -> tuple:
@@ -569,10 +597,12 @@ def correlate(
     power = power_table(bench, power_sims, alpha=1.0 - ci, seed=seed)
 
     inputs = _inputs_table(col, bench, down, ci)
+    replicated = [downstream.label(m) for m, c in replicate_counts(col).items() if c[-1] > 1]
     summary = summarize(table, boots, ci, col.notes, n_boot=n_boot, n_perm=n_perm, rbo_p=rbo_p, rbo_ties=rbo_ties,
                         undefined=undefined, comparisons=comparisons, power=power, fdr=fdr, min_rms=min_rms,
-                        power_sims=power_sims, best_loo=best_without_one_rm(col.rms, bench, down, coefs))
-    return Result(table, inputs, boots, summary, comparisons, power)
+                        power_sims=power_sims, best_loo=best_without_one_rm(col.rms, bench, down, coefs),
+                        replicated=replicated)
+    return Result(table, inputs, boots, summary, comparisons, power, replicate_line(col))
 
 
 def run_correlations(

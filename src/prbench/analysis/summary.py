@@ -30,6 +30,12 @@ def _headline(table: pd.DataFrame) -> pd.DataFrame:
 
 def _preamble(ci: float, settings: dict) -> list[str]:
     pct = int(round(ci * 100))
+    replicated = settings.get("replicated") or []
+    cover = "question sampling only."
+    if replicated:
+        cover = (f"question sampling and, for {', '.join(replicated)}, the variation between replicates (sample "
+                 "sets, training seeds): each draw also resamples a run's replicates with replacement (a method's "
+                 "shared sample sets once for all RMs, training seeds per RM) and averages the drawn ones.")
     return [
         "# Which benchmark predicts downstream quality?",
         "",
@@ -37,7 +43,7 @@ def _preamble(ci: float, settings: dict) -> list[str]:
         "benchmark's overall accuracy; a baseline's official score when it has one, else its overall "
         "accuracy) and each downstream measure.",
         "",
-        f"- **What the {pct}% CIs cover**: question sampling only. Each of the {settings.get('n_boot')} "
+        f"- **What the {pct}% CIs cover**: {cover} Each of the {settings.get('n_boot')} "
         "bootstrap replicates resamples the benchmark prompts and downstream questions (within subsets; "
         "personalized questions jointly with the downstream scores, each baseline independently) and "
         "recomputes every coefficient on the same RMs. The set of RMs is fixed: the CIs say nothing about "
