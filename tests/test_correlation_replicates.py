@@ -179,6 +179,8 @@ def test_end_to_end_two_sample_sets_and_two_seeds(world, tmp_path):
     tables = []
     for method, path in world["downstream"]:
         df = read_measures(path, method)
+        if method == "bon":  # one BoN cell keeps the test fast
+            df = df[(df["estimator"] == "expected") & (df["measure"] == "judge_score") & (df["k"] == 16)]
         noise = rng.normal(0, 0.2, len(df))
         write_measures(tmp_path / f"{method}.csv", pd.concat([df, df.assign(replicate=1, value=df["value"] + noise)]))
         tables.append((method, str(tmp_path / f"{method}.csv")))
