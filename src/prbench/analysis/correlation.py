@@ -17,7 +17,13 @@ bootstrap replicate is one weight vector over units (multinomial counts, stratif
 and all replicates are evaluated with one matrix product. Personalized questions are resampled
 jointly: the same resampled question ids drive the personalized accuracies and every downstream
 mean, so their dependence is kept. Each baseline's questions are resampled independently (their
-replicates are paired with the personalized ones by index only). All coefficients
+replicates are paired with the personalized ones by index only). A downstream measure whose runs
+have several replicates (`downstream.Method.shared_replicates`: BoN's sample sets, shared by all RMs,
+are resampled once per draw for all RMs; PPO's and GRPO's training seeds per RM) is a
+`ReplicatedScore`: each draw also resamples the run's replicates (R of R, with replacement) and the
+measure is the mean over the drawn replicates of their question means, so the between-seed spread
+enters every CI (`correlation_inputs.csv`: `n_replicates`, `replicate_sd`); with one replicate the
+computation is the question bootstrap alone. All coefficients
 (`prbench.analysis.rankmetrics`) are recomputed on every replicate; percentile CIs at `ci`; permutation
 p-values for Spearman and Kendall shuffle the downstream values across RMs. Every coefficient also
 gets its null under a random RM ranking and its leave-one-RM-out range (`prbench.analysis.inference`);

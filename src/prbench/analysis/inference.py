@@ -206,9 +206,11 @@ def swap_pvalue(xa, xb, y, fn, coefficient: str, n_perm: int, seed: int) -> floa
 
 def compare(xa, xb, y, boot_a, boot_b, boot_y, rm_idx, fn, coefficient: str, ci: float, n_perm: int,
             seed: int) -> dict:
-    """Benchmark A vs B on downstream y (all (n,) point values; boot_*: (B, n) question-bootstrap
-    replicates; rm_idx: (B, n) RM resamples): values, difference, joint RM+question bootstrap CI,
-    swap permutation p, Williams p (Spearman, Pearson), leave-one-RM-out range of the difference."""
+    """Benchmark A vs B on downstream y (all (n,) point values; boot_*: (B, n) bootstrap replicates
+    over questions and, for a downstream measure with several replicates, its sample sets / seeds
+    (`prbench.analysis.correlation.evaluate_scores`); rm_idx: (B, n) RM resamples): values,
+    difference, joint RM+question bootstrap CI, swap permutation p, Williams p (Spearman, Pearson),
+    leave-one-RM-out range of the difference."""
     n = len(y)
     va, vb = float(fn(xa, y)), float(fn(xb, y))
     diff = va - vb
