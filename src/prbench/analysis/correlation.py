@@ -334,7 +334,8 @@ def _coefficient_row(name, fn, x0, y0, xb, yb, n_boot: int, n_perm: int, ci: flo
 
 
 def _inputs_table(col: Collected, bench: list[Evaluated], down: list[Evaluated], ci: float) -> pd.DataFrame:
-    """The per-RM values that were correlated, with their question-bootstrap CIs."""
+    """The per-RM values that were correlated, with their bootstrap CIs (questions, and replicates
+    where a method has several)."""
     inputs = []
     for kind, group in (("benchmark", bench), ("downstream", down)):
         for e in group:

@@ -3,7 +3,8 @@ every RM ranked by personalized accuracy, with its CI, per-subset accuracies, th
 scores (`prbench.scoring.leaderboard`)
 and, where this run has them, its downstream scores: per policy and downstream method the signal
 the scatter figure shows (mean judge score; BoN at the figure's estimator and k), with the
-question-bootstrap CI of the correlation inputs (`correlation_inputs.csv`). A method whose rows are
+bootstrap CI of the correlation inputs (`correlation_inputs.csv`: over questions, and over
+replicates where a method has several seeds or sample sets). A method whose rows are
 missing for an RM leaves that RM's cell empty ("-")."""
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ def leaderboard(accuracy_csv, inputs_csv, csv_out, md_out, html_out, summary_out
     write_csv(csv_out, board)
     note = ("RMs ranked by personalized accuracy (overall pair accuracy, 95% bootstrap CI). Baselines: their "
             "official score where the benchmark has one, else overall accuracy. Downstream: mean "
-            f"{measure.replace('_', ' ')} per method (BoN at the figures' estimator and k), question-bootstrap CI. "
+            f"{measure.replace('_', ' ')} per method (BoN at the figures' estimator and k), "
+            "bootstrap CI over questions (and over seeds or sample sets where a method has several). "
             "ties and failures: pairs of that benchmark (failures count as wrong).")
     outs = ((md_out, f"# Leaderboard\n\n{note}\n\n{markdown(board)}"), (html_out, html(board, note)),
             (summary_out, html(board, compact=True)))
