@@ -228,8 +228,9 @@ def plan(config: dict, basedir: str | os.PathLike = ".") -> list[dict]:
     return rows
 
 
-def refresh(config: dict, basedir: str | os.PathLike = ".", out=sys.stdout) -> int:
+def refresh(config: dict, basedir: str | os.PathLike = ".", out=None) -> int:
     """Re-resolve every unpinned hub reference and rewrite the lock; 1 when one could not be resolved."""
+    out = sys.stdout if out is None else out
     entries, bad = {}, 0
     for row in plan(config, basedir):
         lid = _lock_id(row["ref"], row["kind"])
@@ -248,7 +249,9 @@ def refresh(config: dict, basedir: str | os.PathLike = ".", out=sys.stdout) -> i
     return 1 if bad else 0
 
 
-def check(config: dict, basedir: str | os.PathLike = ".", out=sys.stdout) -> int:
+def check(config: dict, basedir: str | os.PathLike = ".", out=None) -> int:
+    """Print each hub reference and the revision a job would load (pinned, locked, or first load)."""
+    out = sys.stdout if out is None else out
     for row in plan(config, basedir):
         src = "pinned" if row["pinned"] else ("locked" if row["locked"] else "unlocked")
         print(f"{src:8s} {row['key']}: {row['ref']} -> {row['loads']}", file=out)
