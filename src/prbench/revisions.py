@@ -142,11 +142,12 @@ def _commit_of(obj) -> str | None:
 def record_loaded(ref: str, kind: str = "model", pinned: str | None = None, *, key: str = "",
                   loaded=None) -> str | None:
     """After a hub load with no pinned or locked revision: write the commit it resolved to the lock
-    (from `loaded`'s config `_commit_hash`, else the cache's refs/main). Returns the commit recorded,
+    (from `loaded`'s config `_commit_hash`, else the cache's refs/main, which load_dataset and
+    snapshot_download write, else, online only, the hub's main). Returns the commit recorded,
     None when nothing was to record (local, pinned, already locked) or the commit is unknown (logged)."""
     if not is_hub(ref) or resolve(ref, kind, pinned):
         return None
-    commit = _commit_of(loaded) or hub_cache_revision(ref, kind)
+    commit = _commit_of(loaded) or current_commit(ref, kind)[0]
     if not commit:
         log.warning("revision lock: could not tell which commit of the hub %s %r was loaded (config key %s); "
                     "run `python -m prbench.revisions --refresh` to lock it", kind, ref, key or "?")
