@@ -207,11 +207,17 @@ def _config(**changes):
 
 
 def test_validation_refuses_a_revision_on_a_local_folder_naming_the_key():
+    import yaml
+
     from prbench.validation import check_config
 
     cfg = validate_schema(_config(**{"retriever.revision": H1}))
     with pytest.raises(ConfigError, match=r"config key retriever\.revision: .*local folder"):
         check_config(cfg)
+    demo = yaml.safe_load((REPO / "configs/demo.yaml").read_text())
+    demo["reward_models"]["pers_profile"]["revision"] = H1  # a trained RM: no model to pin
+    with pytest.raises(ConfigError, match=r"reward_models\.pers_profile\.revision: the entry names no"):
+        check_config(validate_schema(demo))
     cfg = validate_schema(_config(**{"judge.model": "org/judge", "judge.revision": "main branch"}))
     with pytest.raises(ConfigError, match=r"config key judge\.revision: revision 'main branch'"):
         check_config(cfg)

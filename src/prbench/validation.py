@@ -85,6 +85,16 @@ def _check_reward(config: dict) -> None:
 def _check_revisions(config: dict) -> None:
     """A `revision` names a hub commit, branch or tag, and only on an entry whose model or dataset is
     a hub id: a local folder, `pkg:` model or a folder the workflow builds is its own pin."""
+    def orphans(node, key):  # a revision on an entry that names no model or dataset (train, from_policy)
+        if isinstance(node, dict):
+            if node.get("revision") is not None and not any(isinstance(node.get(k), str)
+                                                            for k in ("path", "model", "base", "source")):
+                raise ConfigError(f"config key {key}.revision: the entry names no hub model or dataset "
+                                  "(path, model, base or source) to pin; remove it")
+            for k, v in node.items():
+                orphans(v, f"{key}.{k}" if key else str(k))
+
+    orphans(config, "")
     for key, ref in config_refs(config).items():
         if ref["revision"] is None:
             continue
