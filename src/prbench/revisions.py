@@ -49,10 +49,15 @@ _lock_path: str | None = None
 
 
 def configure(path: str | os.PathLike | None) -> None:
-    """Set the lock file this process reads and writes (prbench.job.start: config `revisions.lock`).
-    None = the environment's PRBENCH_REVISIONS_LOCK, else results/revisions.lock.json."""
+    """Set the lock file this process and the processes it starts (PPO's torchrun workers, through
+    PRBENCH_REVISIONS_LOCK) read and write: prbench.job.start passes config `revisions.lock`.
+    None = results/revisions.lock.json."""
     global _lock_path
     _lock_path = str(path) if path else None
+    if path:
+        os.environ[LOCK_ENV] = str(path)
+    else:
+        os.environ.pop(LOCK_ENV, None)
 
 
 def lock_path() -> Path:
