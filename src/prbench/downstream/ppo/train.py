@@ -371,17 +371,15 @@ def train_ppo(
     run_name: str = "",
     trust_remote_code: bool = False,
     device: str = "auto",
-    rm=None,
-    callbacks: Sequence = (),
-    subset: str | None = None,
-    revision: str | None = None,
+    rm=None, callbacks: Sequence = (),
+    subset: str | None = None, revision: str | None = None,
 ) -> dict:
     """Train (or resume) one PPO run; write the final policy to `model_out` and the curves to `log_csv`.
 
     `rm_spec` is the RM spec for `prbench.rms.load_reward_model` (ignored when an `rm` object is
     given, as tests do). `callbacks` are extra trl callbacks, run after the checkpoint callback.
     `subset` (ppo.per_subset): that subset's prompts only (`train_rows`, also ppo.long_prompts).
-    Returns a summary dict (steps, resumed_from, reward failures, prompt counts).
+    `revision`: a hub policy's pin (prbench.revisions). Returns the summary (steps, resumed_from, ...).
     """
     rows, filtered = train_rows(train_prompts, ppo_cfg, subset, policy_path, trust_remote_code, revision)
     settings = resolve_settings(ppo_cfg, len(rows))
@@ -392,9 +390,9 @@ def train_ppo(
             raise ValueError("train_ppo needs an RM spec or an RM object")
         rm = load_reward_model(rm_spec)
     prompts_fp = fingerprint([r["question_id"] for r in rows], [render_key(r) for r in rows])
-    policy_id = f"{policy_path}@{revision}" if revision else str(policy_path)  # a pinned revision: its own run
-    fp = fingerprint(policy_id, {k: v for k, v in (rm_spec or {}).items() if k != "device"},
-                     getattr(rm, "name", None), {k: settings[k] for k in TRAIN_KEYS}, run_seed, prompts_fp)
+    fp = fingerprint(f"{policy_path}@{revision}" if revision else str(policy_path),  # a pin: its own run
+                     {k: v for k, v in (rm_spec or {}).items() if k != "device"}, getattr(rm, "name", None),
+                     {k: settings[k] for k in TRAIN_KEYS}, run_seed, prompts_fp)
     run = _PPORun(policy_path, rm, rows, Path(out_dir), settings, run_seed, fp, trust_remote_code, device, revision)
     run.extra_callbacks = list(callbacks)
     ckpt = latest_checkpoint(run.ckpt_root, fp, "PPO")
