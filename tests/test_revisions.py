@@ -126,6 +126,24 @@ def test_a_pinned_revision_wins_over_the_lock(hub):
     assert tok.pad_token is not None
 
 
+def test_judge_retriever_and_critic_load_the_pinned_or_locked_commit(hub):
+    from prbench.data.retrieval import DenseRetriever
+    from prbench.downstream.ppo.train import load_value_model
+    from prbench.judge.llm import TransformersJudge
+
+    cache, _ = hub
+    h1, h2 = _snapshot_weights(cache, REPO_ID, H1), _snapshot_weights(cache, REPO_ID, H2)
+    judge = TransformersJudge(REPO_ID, device="cpu", revision=H2)
+    assert torch.equal(_weights(judge.model), h2) and f"@{H2}:" in judge.judge_id
+    assert RV.locked(REPO_ID) is None  # pinned: nothing recorded
+    retriever = DenseRetriever(REPO_ID, device="cpu")  # unpinned: main (H1), recorded under retriever.model
+    assert torch.equal(_weights(retriever.model), h1)
+    assert RV.read_lock()[f"model:{REPO_ID}"]["key"] == "retriever.model"
+    _move_main(cache / f"models--{REPO_ID.replace('/', '--')}", H2)
+    critic = load_value_model(REPO_ID, pad_token_id=0)  # the lock's H1, not the new main
+    assert torch.equal(_weights(critic), h1)
+
+
 def test_remote_code_from_an_unpinned_unlocked_hub_id_is_refused_naming_the_key(hub):
     with pytest.raises(ValueError, match=r"policies\.p\.trust_remote_code.*--refresh"):
         _policy(trust_remote_code=True)

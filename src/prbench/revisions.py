@@ -147,8 +147,8 @@ def _commit_of(obj) -> str | None:
 def record_loaded(ref: str, kind: str = "model", pinned: str | None = None, *, key: str = "",
                   loaded=None) -> str | None:
     """After a hub load with no pinned or locked revision: write the commit it resolved to the lock
-    (from `loaded`'s config `_commit_hash`, else the cache's refs/main, which load_dataset and
-    snapshot_download write, else, online only, the hub's main). Returns the commit recorded,
+    (a `_commit_hash` `loaded` or its config carries, which transformers 4 set, else the cache's
+    refs/main, which the load itself wrote, else, online only, the hub's main). Returns the commit recorded,
     None when nothing was to record (local, pinned, already locked) or the commit is unknown (logged)."""
     if not is_hub(ref) or resolve(ref, kind, pinned):
         return None

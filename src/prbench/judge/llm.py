@@ -23,7 +23,7 @@ from .. import prompts as _prompt_templates
 from ..generation import generation_config, neutralize, vllm_sampling_kwargs
 from ..models import auto_device, auto_dtype, multi_gpu_kwargs, resolve_model_ref
 from ..prompts import render_chat
-from ..revisions import hub_kwargs, record_loaded
+from ..revisions import hub_kwargs, record_loaded, resolve
 from ..seeding import stable_seed
 from .base import (
     AGGREGATES,
@@ -179,10 +179,10 @@ class TransformersJudge(_LLMJudge):
         tokenizer.padding_side = "left"
         self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
         self.retries, self.seed = retries, seed
-        # the cache key covers the loaded snapshot's revision (hub commit; "local" for a folder) and
-        # the weights' dtype (bf16 and fp32 judgements differ)
-        revision = getattr(getattr(model, "config", None), "_commit_hash", None) or "local"
-        self.judge_id = (f"transformers:{model_ref}@{revision}:{protocol}:{max_new_tokens}:{retries}:{seed}"
+        # the cache key covers the loaded snapshot's revision (the hub commit pinned or locked,
+        # prbench.revisions; "local" for a folder) and the weights' dtype (bf16 and fp32 judgements differ)
+        loaded = resolve(path, "model", revision) or getattr(getattr(model, "config", None), "_commit_hash", None)
+        self.judge_id = (f"transformers:{model_ref}@{loaded or 'local'}:{protocol}:{max_new_tokens}:{retries}:{seed}"
                          f":{str(next(model.parameters()).dtype).replace('torch.', '')}")
 
     def _generate(self, prompts, attempt, seeds):
