@@ -220,15 +220,13 @@ def current_commit(ref: str, kind: str, revision: str | None = None) -> tuple[st
 def plan(config: dict, basedir: str | os.PathLike = ".") -> list[dict]:
     """One row per hub reference of the config: key, ref, kind, pinned, locked, loads (what a job loads)."""
     lock = read_lock()
-    rows, seen = [], set()
+    rows = []
     for key, r in config_refs(config).items():
         if not is_hub(r["ref"], basedir):
             continue
-        lid = _lock_id(r["ref"], r["kind"])
-        entry = lock.get(lid)
+        entry = lock.get(_lock_id(r["ref"], r["kind"]))
         rows.append({"key": key, "ref": r["ref"], "kind": r["kind"], "pinned": r["revision"],
-                     "locked": entry["commit"] if entry else None, "first": lid not in seen})
-        seen.add(lid)
+                     "locked": entry["commit"] if entry else None})
     for row in rows:
         row["loads"] = row["pinned"] or row["locked"] or "default branch (recorded at the first load)"
     return rows
