@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= all
 
-.PHONY: install demo replica test test-fast test-slurm lint report protocol score prefetch
+.PHONY: install demo replica test test-fast test-slurm lint report protocol score prefetch lock
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -44,6 +44,11 @@ $(BIN)/snakemake:
 prefetch: install
 	PYTHONPATH=src $(BIN)/python -m prbench.prefetch --configfile $(CONFIG)
 	HF_HUB_OFFLINE=1 PYTHONPATH=src $(BIN)/python -m prbench.prefetch --configfile $(CONFIG) --check
+
+# Re-resolve every unpinned hub model and dataset (from the local cache; the hub when online) and
+# rewrite the revision lock (config revisions.lock); later runs load exactly those commits.
+lock: install
+	PYTHONPATH=src $(BIN)/python -m prbench.revisions --configfile $(CONFIG) --refresh
 
 report: demo
 	$(BIN)/snakemake --profile profiles/demo --report report.html

@@ -157,6 +157,7 @@ def rm_spec(name):
         spec["path"] = d
     elif "from_policy" in spec:
         spec["path"] = config["policies"][spec["from_policy"]]["path"]
+        spec["revision"] = config["policies"][spec["from_policy"]].get("revision")
     return canon(spec)
 
 
@@ -240,6 +241,9 @@ def rm_mem_mb(wildcards):
 # Per-run settings precomputed as dicts, looked up by the rules' lambdas.
 POLICY_PATH = {p: policy_spec(p)["path"] for p in POLICIES}
 POLICY_TRUST = {p: bool(config["policies"][p]["trust_remote_code"]) for p in POLICIES}
+# policies.<p>.revision: a changed pin reruns exactly the jobs that load that policy. The revision lock
+# (prbench.revisions) is not a param: refreshing it reruns nothing (docs/DESIGN.md, "Revision lock").
+POLICY_REVISION = {p: config["policies"][p].get("revision") for p in POLICIES}
 POLICY_B = {p: _params_b(config["policies"][p], 0.5) for p in POLICIES}
 # Billions of parameters of each RM a training job loads beside the policy (0: the kind has no model on a GPU).
 RM_B = {r: _params_b(rm_entry(r), 0.5) if kind_info(rm_entry(r)["kind"]).uses_gpu else 0.0 for r in RMS}

@@ -36,6 +36,7 @@ rule base_answers:
         prompts=canon(PROMPTS),
         policy_path=lambda wc: POLICY_PATH[wc.policy],
         trust_remote_code=lambda wc: POLICY_TRUST[wc.policy],
+        revision=lambda wc: POLICY_REVISION[wc.policy],
         ppo=POLICY_EVAL,
         seed=SEED,
     script:

@@ -31,7 +31,7 @@ JUDGE_INPUT = [JUDGE_CALIBRATION] if JUDGE_MINILM else []
 # its model and batch size only: the LLM judges' settings (max_new_tokens, retries, system_turn,
 # aspect_format, aggregate, failure) never reach its jobs; the vLLM engine keys
 # (prbench.models.vllm_engine_kwargs) reach the judging jobs under backend vllm only.
-JUDGE_MINILM_KEYS = ["backend", "model", "batch_size"]
+JUDGE_MINILM_KEYS = ["backend", "model", "revision", "batch_size"]
 JUDGE_VLLM_KEYS = ("tensor_parallel_size", "max_model_len", "gpu_memory_utilization")
 JUDGE_CFG = (
     canon(dict(pick(JUDGE, JUDGE_MINILM_KEYS), calibration=JUDGE_CALIBRATION))

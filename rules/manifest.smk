@@ -34,6 +34,8 @@ rule manifest:
         refs=MF.describe_refs(config),
         built=MANIFEST_BUILT,
         seeds=MF.seeds(config),
+        # the revision lock (prbench.revisions), read when this job runs: its commits are not params
+        revisions_lock=config["revisions"]["lock"],
     script:
         "../workflow_scripts/manifest.py"
 

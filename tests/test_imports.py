@@ -12,7 +12,7 @@ SRC = REPO / "src"
 SHARED = {"prbench", "prbench.config", "prbench.io", "prbench.log", "prbench.seeding", "prbench.stats",
           "prbench.batching", "prbench.encoders", "prbench.generation", "prbench.models", "prbench.prompts",
           "prbench.registry", "prbench.job", "prbench.partial", "prbench.manifest",
-          "prbench.prefetch", "prbench.protocol"}
+          "prbench.prefetch", "prbench.protocol", "prbench.revisions"}
 # What each stage package may import besides itself and SHARED: the DAG's order.
 ALLOWED = {
     "prbench.data": (),

@@ -61,3 +61,18 @@ def test_every_workflow_script_starts_with_it():
         text = script.read_text()
         for name in ("setup_logging", "configure_prompts", "set_num_threads", "noqa"):
             assert name not in text, (script.name, name)
+
+
+def test_start_points_the_revision_lock_at_the_config(tmp_path):
+    from prbench import revisions
+
+    job = _job(tmp_path, seed=0)
+    try:
+        job.config = {"revisions": {"lock": str(tmp_path / "run" / "lock.json")}}
+        start(job)
+        assert revisions.lock_path() == tmp_path / "run" / "lock.json"
+        job.config = {}  # a config without the section: the default path
+        start(job)
+        assert str(revisions.lock_path()) == revisions.LOCK_DEFAULT
+    finally:
+        revisions.configure(None)

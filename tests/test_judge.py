@@ -143,9 +143,9 @@ def test_load_judge_fills_schema_defaults_and_keeps_raw_dict_settings(monkeypatc
     assert seen["transformers"] == ("m", {"batch_size": 16, "device": "auto", "max_new_tokens": 256, "retries": 1,
                                           "seed": 3, "trust_remote_code": False, "dtype": "auto",
                                           "system_turn": False, "aspect_format": "numbered",
-                                          "aggregate": "per_aspect", "failure": "exclude"})
+                                          "aggregate": "per_aspect", "failure": "exclude", "revision": None})
     J.load_judge({"backend": "minilm", "model": "e", "calibration": {"t1": 0.1, "t2": 0.2}}, 0)
-    assert seen["minilm"] == ("e", {"calibration": {"t1": 0.1, "t2": 0.2}, "batch_size": 64})
+    assert seen["minilm"] == ("e", {"calibration": {"t1": 0.1, "t2": 0.2}, "batch_size": 64, "revision": None})
     full = {"backend": "transformers", "model": "m", "max_new_tokens": 8, "batch_size": 2, "retries": 0,
             "device": "cpu", "dtype": "float32", "trust_remote_code": True, "system_turn": True,
             "aspect_format": "joined", "aggregate": "mean_found", "failure": "zero"}
@@ -153,7 +153,8 @@ def test_load_judge_fills_schema_defaults_and_keeps_raw_dict_settings(monkeypatc
     J.load_judge(full, 0)
     assert seen["transformers"][1] == {"batch_size": 2, "device": "cpu", "max_new_tokens": 8, "retries": 0, "seed": 0,
                                        "trust_remote_code": True, "dtype": "float32", "system_turn": True,
-                                       "aspect_format": "joined", "aggregate": "mean_found", "failure": "zero"}
+                                       "aspect_format": "joined", "aggregate": "mean_found", "failure": "zero",
+                                       "revision": None}
 
 
 @pytest.fixture(scope="module")

@@ -108,6 +108,8 @@ def test_one_rm_names_and_overlay():
     assert one_rm.overlay("org/m", "classifier", "m", True) == {
         "reward_models": {"m": {"kind": "classifier", "path": "org/m", "use_profile": True,
                                 "trust_remote_code": False}}}
+    assert one_rm.overlay("org/m", "classifier", "m", False, revision="a" * 40)["reward_models"]["m"]["revision"] \
+        == "a" * 40
     assert one_rm.overlay("x", "length", "len", False) == {"reward_models": {"len": {"kind": "length",
                                                                                      "use_profile": False}}}
     with pytest.raises(ValueError, match=r"reward_models\.m\.kind: unknown RM kind 'clasifier'"):

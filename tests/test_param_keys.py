@@ -62,6 +62,11 @@ SKIP = [
     Skip(ALL, "policies.*.path", "a policy with train: true has no path (schema oneOf)", only_unset=True),
     Skip(ALL, "policies.*.train", "demo only and exclusive with path: the demo's policy needs it, a path policy "
                                   "refuses it (schema oneOf, check_config)"),
+    Skip(("demo", "replica"), "*.revision", "every model and dataset of this config is a local folder, a pkg: "
+                                            "model or built in the DAG: a revision on one is refused (check_config)"),
+    Skip(ALL, "revisions.lock", "a location, not a param: every job finds the lock through prbench.job.start "
+                                "and the manifest (left out here, it reads the whole config) reads it; moving "
+                                "the lock reruns nothing (docs/DESIGN.md, \"Revision lock\")"),
     Skip(("replica", "paper"), "demo.*", "demo only: the demo world is not in this DAG"),
     Skip(("replica", "paper"), "demo_training.*", "demo only: the demo trainings are not in this DAG"),
     Skip(("replica",), "data.baselines.*.split", "replica_data writes fixed split names: no producer"),

@@ -168,7 +168,8 @@ def test_replica_config_mirrors_paper_config():
     models = rep["replica"]["models"]
     for name, entry in paper["reward_models"].items():
         r = rep["reward_models"][name]
-        size_keys = ("path", "max_new_tokens")  # max_new_tokens: a replica size (random models write no verdict)
+        # max_new_tokens: a replica size (random models write no verdict); revision: a hub pin (a folder has none)
+        size_keys = ("path", "max_new_tokens", "revision")
         assert {k: v for k, v in r.items() if k not in size_keys} == \
             {k: v for k, v in entry.items() if k not in size_keys}, name
         folder = r["path"].removeprefix("results/replica/models/")

@@ -20,7 +20,8 @@ if sm.params.generation_chunk is not None:  # the memory plan's rows per rollout
 spec = dict(policy_path=sm.params.policy_path, rm_spec=dict(sm.params.rm_spec), train_prompts=sm.input.prompts,
             out_dir=sm.params.out_dir, model_out=sm.output.model, log_csv=sm.output.train_log,
             ppo_cfg=ppo_cfg, seed=sm.params.seed, run_name="/".join(sm.wildcards),
-            trust_remote_code=sm.params.trust_remote_code, log=sm.log[0], prompts=dict(sm.params.prompts),
+            trust_remote_code=sm.params.trust_remote_code, revision=sm.params.revision, log=sm.log[0],
+            prompts=dict(sm.params.prompts),
             subset=sm.params.get("subset"))  # ppo.per_subset: rule train_ppo_subset
 log.info("train_ppo: %d GPU(s) -> %d training process(es)", gpus, processes)
 summary = run_ppo_job(spec, processes)

@@ -174,12 +174,31 @@ def devices() -> dict:
     return out
 
 
+def add_locked(refs: dict, lock: str | os.PathLike | None) -> dict:
+    """Each hub reference with `revision_locked` (the revision lock's commit, prbench.revisions; read
+    when the manifest job runs, after every load) and `revision_loaded`: the pinned revision, else the
+    locked commit, what the jobs loaded (None: not loaded yet, or its commit could not be told)."""
+    entries = {}
+    if lock and Path(lock).is_file():
+        entries = (json.loads(Path(lock).read_text(encoding="utf-8")) or {}).get("refs") or {}
+    out = {}
+    for key, v in refs.items():
+        v = dict(v)
+        if v.get("source") == "hub":
+            locked = (entries.get(f"{v.get('kind')}:{v['ref']}") or {}).get("commit")
+            v["revision_locked"] = locked
+            v["revision_loaded"] = v.get("revision_pinned") or locked
+        out[key] = v
+    return out
+
+
 def write_manifest(out: str | os.PathLike, *, git: dict, config_sha256: str, packages: dict, refs: dict,
-                   built: dict[str, str], seeds: dict) -> dict:
+                   built: dict[str, str], seeds: dict, lock: str | os.PathLike | None = None) -> dict:
     """Write results/manifest.json. `built`: {config key or name: folder the workflow built}, digested
     here (the job runs after every final table); `refs` describes the config's references, those the
-    workflow makes (under results/) digested here when they exist."""
-    refs = {k: dict(v) for k, v in refs.items()}
+    workflow makes (under results/) digested here when they exist; `lock`: the revision lock file
+    (config revisions.lock), whose commits each hub reference gets (`add_locked`)."""
+    refs = add_locked(refs, lock)
     for v in refs.values():
         if v.get("source") == "built" and Path(v["ref"]).exists():
             v.pop("note", None)
@@ -188,7 +207,7 @@ def write_manifest(out: str | os.PathLike, *, git: dict, config_sha256: str, pac
         digest = folder_digest(folder) if Path(folder).exists() else None
         refs[key] = {"ref": folder, "source": "built", "digest": digest}
     manifest = {"git": git, "config_sha256": config_sha256, "packages": packages, "models_and_data": refs,
-                "seeds": seeds, "devices": devices()}
+                "seeds": seeds, "devices": devices(), "revision_lock": str(lock) if lock else None}
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
     return manifest

@@ -5,9 +5,11 @@
 
 Every hub model and dataset the config names (prbench.manifest.config_refs: keys `path`, `model`,
 `base` and `source`) is downloaded with `huggingface_hub.snapshot_download` into the Hugging Face
-cache (HF_HOME / HF_HUB_CACHE) at the entry's `revision` when it has one, else the repository's
-default branch. Local folders are checked to exist, `pkg:` models to be installed, folders under
-results/ are made by the workflow and skipped. `--check` uses `local_files_only=True`: it passes only
+cache (HF_HOME / HF_HUB_CACHE) at the entry's `revision` when it has one, else at the commit the
+revision lock holds for it (prbench.revisions, config `revisions.lock`), else the repository's
+default branch (then `python -m prbench.revisions --refresh` locks what was fetched). Local folders
+are checked to exist, `pkg:` models to be installed, folders under results/ are made by the workflow
+and skipped. `--check` uses `local_files_only=True`: it passes only
 when everything a job would load is already local, which is what a run with HF_HUB_OFFLINE=1 needs.
 Exit status 1 when anything is missing, with one line per missing artefact naming its config key.
 """
@@ -20,6 +22,8 @@ from pathlib import Path
 
 from .manifest import config_refs
 from .models import PKG_PREFIX, looks_local, resolve_model_ref
+from .revisions import configure as configure_lock
+from .revisions import locked
 
 
 def plan(config: dict, basedir: str | os.PathLike = ".") -> list[dict]:
@@ -35,7 +39,8 @@ def plan(config: dict, basedir: str | os.PathLike = ".") -> list[dict]:
             where = "local"
         else:
             where = "hub"
-        rows.append({"key": key, "ref": ref, "kind": r["kind"], "revision": r["revision"], "where": where})
+        rev = r["revision"] or (locked(ref, r["kind"]) if where == "hub" else None)
+        rows.append({"key": key, "ref": ref, "kind": r["kind"], "revision": rev, "where": where})
     return rows
 
 
@@ -85,6 +90,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     path = Path(args.configfile)
     config = validate_schema(yaml.safe_load(path.read_text(encoding="utf-8")))
+    configure_lock(config["revisions"]["lock"])
     return run(config, check=args.check, basedir=".")
 
 

@@ -15,7 +15,9 @@ import yaml
 from .config import SCHEMA_PATH, ConfigError, validate_schema, with_defaults
 from .data.baselines import kind_info as baseline_kind
 from .data.demo_world import DEMO_PREFIX
+from .manifest import config_refs
 from .models import check_model_ref as _check_model_ref
+from .revisions import check_revision_value, is_hub
 from .rms import kind_info
 
 
@@ -80,6 +82,32 @@ def _check_reward(config: dict) -> None:
                           "prompts.files.reward_user, or use reward.generative: round_robin)")
 
 
+def _check_revisions(config: dict) -> None:
+    """A `revision` names a hub commit, branch or tag, and only on an entry whose model or dataset is
+    a hub id: a local folder, `pkg:` model or a folder the workflow builds is its own pin."""
+    def orphans(node, key):  # a revision on an entry that names no model or dataset (train, from_policy)
+        if isinstance(node, dict):
+            if node.get("revision") is not None and not any(isinstance(node.get(k), str)
+                                                            for k in ("path", "model", "base", "source")):
+                raise ConfigError(f"config key {key}.revision: the entry names no hub model or dataset "
+                                  "(path, model, base or source) to pin; remove it")
+            for k, v in node.items():
+                orphans(v, f"{key}.{k}" if key else str(k))
+
+    orphans(config, "")
+    for key, ref in config_refs(config).items():
+        if ref["revision"] is None:
+            continue
+        rev_key = key.rsplit(".", 1)[0] + ".revision"
+        try:
+            check_revision_value(ref["revision"], rev_key)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        if not is_hub(ref["ref"]):
+            raise ConfigError(f"config key {rev_key}: {key} = {ref['ref']!r} is a local folder or package model, "
+                              "which has no hub revision; remove the revision (the folder is the pin)")
+
+
 def check_config(config: dict) -> None:
     """Checks a JSON schema cannot express. Raises ConfigError naming the key. The sections read
     with defaults are filled here (with_defaults), so an unvalidated config is checked alike."""
@@ -117,6 +145,7 @@ def check_config(config: dict) -> None:
             raise ConfigError(f"config key {key}: RM kind {entry['kind']!r} needs exactly one model source "
                               f"(path, train or from_policy); found {sources or 'none'}")
     _check_reward(config)
+    _check_revisions(config)
     for name, entry in policies.items():
         if "path" in entry:
             check_model_ref(entry["path"], f"policies.{name}.path")

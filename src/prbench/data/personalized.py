@@ -80,12 +80,12 @@ def parse_row(rec: dict, subset: str, origin: str, row: int | str, pair: bool = 
 
 def load_rows(source: str, subset: str, split: str, drops: DropLog,
               rows: Iterable[tuple[str, int, dict]] | None = None, pair: bool = True,
-              key: str = "data.personalized.source") -> list[PersonalizedRow]:
+              key: str = "data.personalized.source", revision: str | None = None) -> list[PersonalizedRow]:
     """Read and validate one subset/split; counted drops go to `drops`. `pair=False`: question
     rows without answers (the downstream prompt source, config key `data.personalized.downstream`)."""
     guard = DuplicateGuard(f"{source}/{subset}/{split}")
     out = []
-    it = rows if rows is not None else iter_source(source, split, subset, key=key)
+    it = rows if rows is not None else iter_source(source, split, subset, key=key, revision=revision)
     for origin, lineno, rec in it:
         drops.read += 1
         r = parse_row(rec, subset, origin, lineno, pair=pair)

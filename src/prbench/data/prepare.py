@@ -96,7 +96,7 @@ def _downstream(
         rows: list[pers.PersonalizedRow] = []
         for subset in subs:
             rows += pers.load_rows(source, subset, split, drops[split], pair=False,
-                                   key="data.personalized.downstream.source")
+                                   key="data.personalized.downstream.source", revision=ds_cfg.get("revision"))
         out[role] = (rows, _retrieve(rows, cached, top_k))
     train_rows, train_prof = out["train_split"]
     eval_rows, eval_prof = out["eval_split"]
@@ -113,12 +113,13 @@ def _load_splits(data_cfg: dict) -> tuple[list[pers.PersonalizedRow], list[pers.
     drops = {split: DropLog(f"{pers.BENCH}[{split}]")}
     test_rows: list[pers.PersonalizedRow] = []
     for subset in data_cfg["subsets"]:
-        test_rows += pers.load_rows(source, subset, split, drops[split])
+        test_rows += pers.load_rows(source, subset, split, drops[split], revision=data_cfg.get("revision"))
     train_rows: list[pers.PersonalizedRow] = []
     if train_split:
         drops[train_split] = DropLog(f"{pers.BENCH}[{train_split}]")
         for subset in data_cfg["subsets"]:
-            train_rows += pers.load_rows(source, subset, train_split, drops[train_split])
+            train_rows += pers.load_rows(source, subset, train_split, drops[train_split],
+                                         revision=data_cfg.get("revision"))
         overlap = {r.pair_id for r in test_rows} & {r.pair_id for r in train_rows}
         if overlap:
                 raise DataError(f"{source}: splits {split!r} and {train_split!r} share ids, e.g. {sorted(overlap)[:3]}")
@@ -227,11 +228,12 @@ def prepare_baseline(name: str, cfg: dict, outputs: dict) -> dict:
     split = cfg["split"]
     train_split = cfg["train_split"]
     drops = {split: DropLog(f"{name}[{split}]")}
-    pairs = load(cfg["source"], split, name, drops[split], key=key)
+    pin = {"revision": cfg["revision"]} if cfg.get("revision") else {}  # unpinned: the lock's (iter_hub)
+    pairs = load(cfg["source"], split, name, drops[split], key=key, **pin)
     train_pairs: list[dict] = []
     if train_split:
         drops[train_split] = DropLog(f"{name}[{train_split}]")
-        train_pairs = load(cfg["source"], train_split, name, drops[train_split], key=key)
+        train_pairs = load(cfg["source"], train_split, name, drops[train_split], key=key, **pin)
     write_jsonl(outputs["benchmark"], pairs)
     write_jsonl(outputs["train"], train_pairs)
     report = {

@@ -15,6 +15,7 @@ import numpy as np
 from ..config import with_defaults
 from ..encoders import embed_texts
 from ..models import auto_device, resolve_model_ref
+from ..revisions import hub_kwargs, record_loaded
 
 log = logging.getLogger("prbench.data.retrieval")
 
@@ -22,7 +23,7 @@ log = logging.getLogger("prbench.data.retrieval")
 class DenseRetriever:
     def __init__(self, model_ref: str, pooling: str = "mean", max_length: int = 256, batch_size: int = 64,
                  device: str = "auto", trust_remote_code: bool = False, use_safetensors: bool | None = None,
-                 num_hidden_layers: int | None = None):
+                 num_hidden_layers: int | None = None, revision: str | None = None):
         from transformers import AutoConfig, AutoModel, AutoTokenizer
 
         if pooling not in ("mean", "cls"):
@@ -33,10 +34,12 @@ class DenseRetriever:
         self.batch_size = int(batch_size)
         self.device = auto_device(device)
         path = resolve_model_ref(model_ref)
-        self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-        kwargs = {"trust_remote_code": trust_remote_code}
+        # retriever.revision, else the locked commit (prbench.revisions); {} for a local folder
+        rev = hub_kwargs(path, "model", revision, key="retriever.model", trust_remote_code=trust_remote_code)
+        self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code, **rev)
+        kwargs = {"trust_remote_code": trust_remote_code, **rev}
         if num_hidden_layers is not None:  # tests: a truncated encoder
-            cfg = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+            cfg = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code, **rev)
             cfg.num_hidden_layers = num_hidden_layers
             kwargs["config"] = cfg
         try:
@@ -49,6 +52,7 @@ class DenseRetriever:
             # Contriever on the hub ships only pytorch_model.bin
             log.warning("%s: no safetensors weights, loading the .bin checkpoint", model_ref)
             self.model = AutoModel.from_pretrained(path, use_safetensors=False, **kwargs)
+        record_loaded(path, "model", revision, key="retriever.model", loaded=self.model)
         self.model.to(self.device).eval()
         self.n_embedded = 0
 
@@ -104,7 +108,7 @@ def build_retriever(cfg: dict, device: str = "auto") -> DenseRetriever:
     """A DenseRetriever from the config's `retriever` block."""
     cfg = with_defaults(cfg, "retriever")  # the schema holds the defaults
     return DenseRetriever(cfg["model"], pooling=cfg["pooling"], max_length=cfg["max_length"],
-                          batch_size=cfg["batch_size"], device=device)
+                          batch_size=cfg["batch_size"], device=device, revision=cfg["revision"])
 
 
 def bow_embed(texts: Sequence[str], dim: int = 512) -> np.ndarray:

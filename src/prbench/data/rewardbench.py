@@ -29,12 +29,12 @@ def section_of(subset: str) -> str:
 
 
 def load_pairs(source: str, split: str, bench: str, drops: DropLog, key: str = "source",
-               rows: Iterable[tuple[str, int, dict]] | None = None) -> list[dict]:
+               rows: Iterable[tuple[str, int, dict]] | None = None, revision: str | None = None) -> list[dict]:
     """Canonical pairs from a RewardBench-schema source; counted drops go to `drops`."""
     guard = DuplicateGuard(f"{source}/{split}")
     out: list[dict] = []
     unknown: dict[str, int] = {}
-    it = rows if rows is not None else iter_source(source, split, None, key=key)
+    it = rows if rows is not None else iter_source(source, split, None, key=key, revision=revision)
     for origin, lineno, rec in it:
         drops.read += 1
         ident = require(rec, "id", origin, lineno)

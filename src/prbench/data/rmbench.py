@@ -25,11 +25,11 @@ def section_for(i: int, j: int) -> str:
 
 
 def load_pairs(source: str, split: str, bench: str, drops: DropLog, key: str = "source",
-               rows: Iterable[tuple[str, int, dict]] | None = None) -> list[dict]:
+               rows: Iterable[tuple[str, int, dict]] | None = None, revision: str | None = None) -> list[dict]:
     """Nine canonical pairs per prompt; counted drops (per comparison) go to `drops`."""
     guard = DuplicateGuard(f"{source}/{split}")
     out: list[dict] = []
-    it = rows if rows is not None else iter_source(source, split, None, key=key)
+    it = rows if rows is not None else iter_source(source, split, None, key=key, revision=revision)
     for origin, lineno, rec in it:
         ident = require(rec, "id", origin, lineno)
         prompt = require(rec, "prompt", origin, lineno)

@@ -14,6 +14,7 @@ from typing import Iterator
 
 from ..config import with_defaults
 from ..models import LOCAL_PREFIXES
+from ..revisions import hub_kwargs, record_loaded
 from .checks import DataError
 from .demo_world import DEMO_PREFIX, demo_general_dirs, demo_outputs
 
@@ -76,21 +77,27 @@ def iter_local(files: list[Path], key: str | None = None) -> Iterator[tuple[str,
                 yield str(path), lineno, row
 
 
-def iter_hub(repo: str, name: str | None, split: str) -> Iterator[tuple[str, int, dict]]:
-    """Rows of a hub dataset config/split via datasets.load_dataset."""
+def iter_hub(repo: str, name: str | None, split: str, revision: str | None = None,
+             key: str = "source") -> Iterator[tuple[str, int, dict]]:
+    """Rows of a hub dataset config/split via datasets.load_dataset, at `revision` (the entry's
+    pinned one), else the lock's commit, else the default branch, recorded in the lock
+    (prbench.revisions)."""
     import datasets
 
-    label = f"hf://{repo}" + (f"[{name}]" if name else "") + f"/{split}"
+    rev = hub_kwargs(repo, "dataset", revision, key=key)
+    label = f"hf://{repo}" + (f"@{rev['revision']}" if rev else "") + (f"[{name}]" if name else "") + f"/{split}"
     try:
-        ds = datasets.load_dataset(repo, name, split=split) if name else datasets.load_dataset(repo, split=split)
+        ds = datasets.load_dataset(repo, name, split=split, **rev) if name else \
+            datasets.load_dataset(repo, split=split, **rev)
     except Exception as exc:  # network, unknown config, unknown split: say which source failed
         raise DataError(f"{label}: could not load hub dataset ({type(exc).__name__}: {exc})") from exc
+    record_loaded(repo, "dataset", revision, key=key)
     for i, row in enumerate(ds, 1):
         yield label, i, dict(row)
 
 
 def iter_source(
-    source: str, split: str, subset: str | None = None, key: str = "source"
+    source: str, split: str, subset: str | None = None, key: str = "source", revision: str | None = None
 ) -> Iterator[tuple[str, int, dict]]:
     """Rows of one split: local `{source}[/{subset}]/{split}.jsonl` or the hub config `subset`."""
     if is_local(source):
@@ -99,7 +106,7 @@ def iter_source(
             folder = folder / subset
         yield from iter_local(local_split_files(folder, split, key), key)
     else:
-        yield from iter_hub(source, subset, split)
+        yield from iter_hub(source, subset, split, revision, key)
 
 
 def local_input_files(source: str, split: str, subset: str | None = None) -> list[str]:

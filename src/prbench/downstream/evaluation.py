@@ -35,11 +35,12 @@ log = logging.getLogger("prbench.downstream.evaluation")
 
 
 def policy_answers(model_path: str, prompts: Sequence[dict], ppo_cfg: dict, seed: int,
-                   trust_remote_code: bool = False, device: str = "auto", batch_size: int = 32) -> list[dict]:
+                   trust_remote_code: bool = False, device: str = "auto", batch_size: int = 32,
+                   revision: str | None = None) -> list[dict]:
     """One answer per prompt (greedy unless `ppo.eval_greedy` is false; then one sample at
     `ppo.temperature` and `ppo.eval_top_p`, the authors' evaluation)."""
     ppo_cfg = entry_with_defaults(ppo_cfg, "ppo")  # the job's picked keys; the schema fills the rest
-    model, tok = load_policy_model(model_path, trust_remote_code, device)
+    model, tok = load_policy_model(model_path, trust_remote_code, device, revision=revision)
     answers = generate_answers(model, tok, list(prompts), n=1,
                                **sampling_settings({"temperature": ppo_cfg["temperature"],
                                                     "top_p": ppo_cfg["eval_top_p"]}),
@@ -65,9 +66,11 @@ def eval_prompt_rows(eval_prompts: str, ppo_cfg: dict, subset: str | None = None
 
 
 def write_base_answers(policy_path: str, eval_prompts: str, out_path: str, ppo_cfg: dict, seed: int,
-                       trust_remote_code: bool = False, device: str = "auto") -> int:
+                       trust_remote_code: bool = False, device: str = "auto", revision: str | None = None) -> int:
+    """The base policy's answers; `revision`: policies.<p>.revision (a hub policy)."""
     prompts = eval_prompt_rows(eval_prompts, ppo_cfg)
-    return write_jsonl(out_path, policy_answers(policy_path, prompts, ppo_cfg, seed, trust_remote_code, device))
+    return write_jsonl(out_path, policy_answers(policy_path, prompts, ppo_cfg, seed, trust_remote_code, device,
+                                                revision=revision))
 
 
 def load_judge_aspects(path: str) -> dict[str, list[str]]:

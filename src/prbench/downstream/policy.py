@@ -18,6 +18,7 @@ from typing import Sequence
 from .. import prompts as P
 from ..generation import generation_config, neutralize, vllm_sampling_kwargs
 from ..models import auto_device, auto_dtype, resolve_model_ref, vllm_engine_kwargs
+from ..revisions import hub_kwargs, record_loaded
 from ..seeding import stable_seed
 
 log = logging.getLogger("prbench.downstream.policy")
@@ -27,26 +28,30 @@ log = logging.getLogger("prbench.downstream.policy")
 # Loading
 # ---------------------------------------------------------------------------------------------
 def load_policy(path: str, device: str = "auto", trust_remote_code: bool = False, dtype: str = "auto",
-                use_safetensors: bool = True):
-    """(model, tokenizer) ready for generation: eval mode, pad token set, left padding."""
+                use_safetensors: bool = True, revision: str | None = None, key: str = "policies.<policy>.path"):
+    """(model, tokenizer) ready for generation: eval mode, pad token set, left padding. A hub id loads
+    at `revision` (config policies.<p>.revision), else at its locked commit (prbench.revisions)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     dev = auto_device(device)
     ref = resolve_model_ref(str(path))
-    tok = AutoTokenizer.from_pretrained(ref, trust_remote_code=trust_remote_code)
+    rev = hub_kwargs(ref, "model", revision, key=key, trust_remote_code=trust_remote_code)
+    tok = AutoTokenizer.from_pretrained(ref, trust_remote_code=trust_remote_code, **rev)
     model = AutoModelForCausalLM.from_pretrained(ref, dtype=auto_dtype(dtype, dev), trust_remote_code=trust_remote_code,
-                                                 use_safetensors=use_safetensors).to(dev).eval()
+                                                 use_safetensors=use_safetensors, **rev).to(dev).eval()
+    record_loaded(ref, "model", revision, key=key, loaded=model)
     neutralize(model)  # the model's generation_config.json never reaches sampling (prbench.generation)
     prepare_tokenizer(tok)
     return model, tok
 
 
-def load_policy_model(path: str, trust_remote_code: bool = False, device: str = "auto", dtype: str = "auto"):
+def load_policy_model(path: str, trust_remote_code: bool = False, device: str = "auto", dtype: str = "auto",
+                      revision: str | None = None):
     """`load_policy` with the argument order of the trained-policy stages (PPO, GRPO, evaluation).
 
     Models PPO and GRPO train are loaded with dtype="float32" (bf16 autocast on GPU): AdamW steps of
     lr 5e-7 vanish in bf16 weights."""
-    return load_policy(str(path), device=device, trust_remote_code=trust_remote_code, dtype=dtype)
+    return load_policy(str(path), device=device, trust_remote_code=trust_remote_code, dtype=dtype, revision=revision)
 
 
 def prepare_tokenizer(tok):
@@ -186,15 +191,20 @@ def generate_answers(model, tokenizer, prompts: Sequence[dict], n: int = 1, temp
 def generate_answers_vllm(path: str, prompts: Sequence[dict], n: int = 1, temperature: float = 1.0,
                           top_p: float = 1.0, max_new_tokens: int = 64, seed: int = 0,
                           trust_remote_code: bool = False, greedy: bool = False, top_k: int = 0,
-                          repetition_penalty: float = 1.0, engine: dict | None = None) -> list[list[str]]:
+                          repetition_penalty: float = 1.0, engine: dict | None = None,
+                          revision: str | None = None) -> list[list[str]]:
     """Optional vLLM backend (config bon.backend: vllm); seeded per question."""
     try:
         from vllm import LLM, SamplingParams
     except ImportError as exc:  # pragma: no cover - optional dependency
         raise ImportError("config key bon.backend: 'vllm' selected but vllm is not installed "
                           "(pip install 'prbench[vllm]')") from exc
-    llm = LLM(model=resolve_model_ref(str(path)), trust_remote_code=trust_remote_code, seed=seed,
+    ref = resolve_model_ref(str(path))
+    rev = hub_kwargs(ref, "model", revision, key="policies.<policy>.path", trust_remote_code=trust_remote_code)
+    rev = {**rev, "tokenizer_revision": rev["revision"]} if rev else {}
+    llm = LLM(model=ref, trust_remote_code=trust_remote_code, seed=seed, **rev,
               **vllm_engine_kwargs(engine))  # pragma: no cover
+    record_loaded(ref, "model", revision, key="policies.<policy>.path")  # pragma: no cover
     tok = llm.get_tokenizer()  # pragma: no cover
     texts = [policy_prompt(tok, r) for r in prompts]  # pragma: no cover
     sampling = vllm_sampling_kwargs(0.0 if greedy else temperature, top_p, top_k, repetition_penalty)

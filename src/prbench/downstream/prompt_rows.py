@@ -15,6 +15,7 @@ from typing import Sequence
 from ..data.personalized import select_per_subset
 from ..io import read_jsonl
 from ..models import resolve_model_ref
+from ..revisions import hub_kwargs
 from ..seeding import stable_seed
 from .policy import generate_answers, prepare_tokenizer
 from .reward_adapter import render_policy_prompt, tokenize_prompt
@@ -98,7 +99,7 @@ def cap_prompt_rows(rows: Sequence[dict], tok, max_tokens: int | None, mode: str
 
 
 def filter_long_prompts(rows: Sequence[dict], policy_path: str, trust_remote_code: bool, max_tokens: int | None,
-                        mode: str, key: str) -> tuple[list[dict], dict]:
+                        mode: str, key: str, revision: str | None = None) -> tuple[list[dict], dict]:
     """Training rows after `{key}.long_prompts` `filter` (prompts over `{key}.max_prompt_tokens`
     left out, counted and logged), measured with the policy's tokenizer. Runs before the run's
     settings are resolved, so "one pass over the training prompts" counts the kept prompts. With
@@ -109,8 +110,9 @@ def filter_long_prompts(rows: Sequence[dict], policy_path: str, trust_remote_cod
         return list(rows), {"prompts_filtered": 0}
     from transformers import AutoTokenizer
 
-    tok = prepare_tokenizer(AutoTokenizer.from_pretrained(resolve_model_ref(str(policy_path)),
-                                                          trust_remote_code=trust_remote_code))
+    ref = resolve_model_ref(str(policy_path))
+    rev = hub_kwargs(ref, "model", revision, key="policies.<policy>.path", trust_remote_code=trust_remote_code)
+    tok = prepare_tokenizer(AutoTokenizer.from_pretrained(ref, trust_remote_code=trust_remote_code, **rev))
     kept, stats = cap_prompt_rows(rows, tok, max_tokens, "filter", key)
     if not kept:
         raise ValueError(f"config keys {key}.max_prompt_tokens / {key}.long_prompts: all {len(rows)} training "

@@ -23,6 +23,7 @@ from .. import prompts as _prompt_templates
 from ..generation import generation_config, neutralize, vllm_sampling_kwargs
 from ..models import auto_device, auto_dtype, multi_gpu_kwargs, resolve_model_ref
 from ..prompts import render_chat
+from ..revisions import hub_kwargs, record_loaded, resolve
 from ..seeding import stable_seed
 from .base import (
     AGGREGATES,
@@ -151,18 +152,21 @@ class TransformersJudge(_LLMJudge):
                  seed: int = 0, trust_remote_code: bool = False, use_safetensors: bool = True,
                  device: str = "auto", dtype: str = "auto", model=None, tokenizer=None,
                  aspect_format: str = "numbered", system_turn: bool = False, aggregate: str = "per_aspect",
-                 failure: str = "exclude"):
+                 failure: str = "exclude", revision: str | None = None):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         protocol = self._protocol(aspect_format, system_turn, aggregate, failure)
         self.device = auto_device(device)
         path = resolve_model_ref(model_ref)
         if model is None:
-            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+            # judge.revision, else the locked commit (prbench.revisions); {} for a local folder
+            rev = hub_kwargs(path, "model", revision, key="judge.model", trust_remote_code=trust_remote_code)
+            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code, **rev)
             spread = multi_gpu_kwargs(self.device)  # a 32B judge over the job's GPUs (device_map="auto")
             model = AutoModelForCausalLM.from_pretrained(
                 path, dtype=auto_dtype(dtype, self.device), trust_remote_code=trust_remote_code,
-                use_safetensors=use_safetensors, **spread)
+                use_safetensors=use_safetensors, **spread, **rev)
+            record_loaded(path, "model", revision, key="judge.model", loaded=model)
             if not spread:
                 model = model.to(self.device)
             else:
@@ -175,10 +179,10 @@ class TransformersJudge(_LLMJudge):
         tokenizer.padding_side = "left"
         self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
         self.retries, self.seed = retries, seed
-        # the cache key covers the loaded snapshot's revision (hub commit; "local" for a folder) and
-        # the weights' dtype (bf16 and fp32 judgements differ)
-        revision = getattr(getattr(model, "config", None), "_commit_hash", None) or "local"
-        self.judge_id = (f"transformers:{model_ref}@{revision}:{protocol}:{max_new_tokens}:{retries}:{seed}"
+        # the cache key covers the loaded snapshot's revision (the hub commit pinned or locked,
+        # prbench.revisions; "local" for a folder) and the weights' dtype (bf16 and fp32 judgements differ)
+        loaded = resolve(path, "model", revision) or getattr(getattr(model, "config", None), "_commit_hash", None)
+        self.judge_id = (f"transformers:{model_ref}@{loaded or 'local'}:{protocol}:{max_new_tokens}:{retries}:{seed}"
                          f":{str(next(model.parameters()).dtype).replace('torch.', '')}")
 
     def _generate(self, prompts, attempt, seeds):
@@ -209,18 +213,23 @@ class VLLMJudge(_LLMJudge):
     def __init__(self, model_ref: str, max_new_tokens: int = 256, retries: int = 1, seed: int = 0,
                  trust_remote_code: bool = False, dtype: str = "auto", engine: dict | None = None,
                  aspect_format: str = "numbered", system_turn: bool = False, aggregate: str = "per_aspect",
-                 failure: str = "exclude", **_):
+                 failure: str = "exclude", revision: str | None = None, **_):
         try:
             from vllm import LLM
         except ImportError as exc:  # pragma: no cover - optional dependency
             raise ImportError("config key judge.backend: 'vllm' selected but vllm is not installed "
                               "(pip install 'prbench[vllm]')") from exc
         protocol = self._protocol(aspect_format, system_turn, aggregate, failure)
-        self.llm = LLM(model=resolve_model_ref(model_ref), trust_remote_code=trust_remote_code,
-                       dtype=dtype if dtype != "auto" else "auto", seed=seed, **(engine or {}))
+        path = resolve_model_ref(model_ref)
+        rev = hub_kwargs(path, "model", revision, key="judge.model", trust_remote_code=trust_remote_code)
+        self.llm = LLM(model=path, trust_remote_code=trust_remote_code, dtype=dtype if dtype != "auto" else "auto",
+                       seed=seed, **({**rev, "tokenizer_revision": rev["revision"]} if rev else {}), **(engine or {}))
+        record_loaded(path, "model", revision, key="judge.model")
         self.tokenizer = self.llm.get_tokenizer()
         self.max_new_tokens, self.retries, self.seed = max_new_tokens, retries, seed
-        self.judge_id = f"vllm:{model_ref}:{protocol}:{max_new_tokens}:{retries}:{seed}:{dtype}"
+        # a pinned judge.revision is part of the cache key (a locked one is what the unpinned key loaded)
+        pin = f"@{revision}" if revision else ""
+        self.judge_id = f"vllm:{model_ref}{pin}:{protocol}:{max_new_tokens}:{retries}:{seed}:{dtype}"
 
     def _generate(self, prompts, attempt, seeds):  # pragma: no cover - needs vllm + GPU
         from vllm import SamplingParams

@@ -26,7 +26,8 @@ def load_judge(judge_cfg: dict, seed: int) -> RubricJudge:
     common = dict(max_new_tokens=int(cfg["max_new_tokens"]), retries=int(cfg["retries"]),
                   seed=seed, trust_remote_code=bool(cfg.get("trust_remote_code", False)),
                   dtype=cfg.get("dtype", "auto"), system_turn=bool(cfg["system_turn"]),
-                  aspect_format=str(cfg["aspect_format"]), aggregate=str(cfg["aggregate"]), failure=str(cfg["failure"]))
+                  aspect_format=str(cfg["aspect_format"]), aggregate=str(cfg["aggregate"]), failure=str(cfg["failure"]),
+                  revision=cfg["revision"])
     if backend == "transformers":
         return TransformersJudge(model, batch_size=int(cfg["batch_size"]), device=cfg.get("device", "auto"), **common)
     if backend == "vllm":
@@ -34,7 +35,7 @@ def load_judge(judge_cfg: dict, seed: int) -> RubricJudge:
     if backend == "minilm":
         # the section as given: without a batch_size the encoder keeps its own (MINILM_BATCH_SIZE)
         return MiniLMJudge(model, calibration=_calibration(cfg.get("calibration", DEFAULT_CALIBRATION)),
-                           batch_size=minilm_batch_size(judge_cfg))
+                           batch_size=minilm_batch_size(judge_cfg), revision=cfg["revision"])
     raise ValueError(f"config key judge.backend: unknown backend {backend!r} (transformers | vllm | minilm)")
 
 

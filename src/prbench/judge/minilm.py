@@ -12,6 +12,7 @@ import numpy as np
 from ..encoders import embed_texts
 from ..io import json_sha256
 from ..models import resolve_model_ref
+from ..revisions import hub_kwargs, record_loaded
 from .base import JudgeItem, JudgeResult, RubricJudge, _result
 
 DEFAULT_CALIBRATION = "results/bon/judge_calibration.json"
@@ -33,12 +34,15 @@ def minilm_batch_size(judge_cfg: dict) -> int:
 class MiniLMEncoder:
     """Mean-pooled, L2-normalised sentence embeddings from a (MiniLM) encoder folder."""
 
-    def __init__(self, model_ref: str, max_length: int = 128, batch_size: int = 64, device: str = "cpu"):
+    def __init__(self, model_ref: str, max_length: int = 128, batch_size: int = 64, device: str = "cpu",
+                 revision: str | None = None):
         from transformers import AutoModel, AutoTokenizer
 
         path = resolve_model_ref(model_ref)
-        self.tok = AutoTokenizer.from_pretrained(path)
-        self.model = AutoModel.from_pretrained(path, use_safetensors=True).to(device).eval()
+        rev = hub_kwargs(path, "model", revision, key="judge.model")  # judge.revision or the lock's; {} if local
+        self.tok = AutoTokenizer.from_pretrained(path, **rev)
+        self.model = AutoModel.from_pretrained(path, use_safetensors=True, **rev).to(device).eval()
+        record_loaded(path, "model", revision, key="judge.model", loaded=self.model)
         self.device, self.max_length, self.batch_size = device, max_length, batch_size
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -50,9 +54,10 @@ class MiniLMJudge(RubricJudge):
     """Rating per aspect = 0/1/2 by thresholds t1 < t2 on max-sentence cosine similarity."""
 
     def __init__(self, model_ref: str, calibration: dict | None = None, batch_size: int = 64,
-                 max_length: int = 128, encoder: MiniLMEncoder | None = None):
+                 max_length: int = 128, encoder: MiniLMEncoder | None = None, revision: str | None = None):
         self.model_ref = model_ref
-        self.encoder = encoder or MiniLMEncoder(model_ref, max_length=max_length, batch_size=batch_size)
+        self.encoder = encoder or MiniLMEncoder(model_ref, max_length=max_length, batch_size=batch_size,
+                                                revision=revision)
         self.calibration = None
         self.judge_id = f"minilm:{model_ref}:uncalibrated"
         if calibration is not None:

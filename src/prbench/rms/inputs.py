@@ -9,6 +9,7 @@ from typing import Callable
 
 from ..config import entry_with_defaults
 from ..models import auto_device, auto_dtype, multi_gpu_kwargs, resolve_model_ref
+from ..revisions import hub_kwargs, record_loaded
 
 log = logging.getLogger("prbench.rms")
 
@@ -50,6 +51,13 @@ def load_options(spec: dict) -> dict:
     }
 
 
+def revision_kwargs(spec: dict, path: str, trust_remote_code: bool | None = None) -> dict:
+    """{"revision": ...} for a hub model: the entry's `revision`, else its locked commit; {} for local
+    folders and first loads (prbench.revisions). Refuses remote code from an unpinned, unlocked hub id."""
+    trust = bool(spec.get("trust_remote_code")) if trust_remote_code is None else trust_remote_code
+    return hub_kwargs(path, "model", spec.get("revision"), key=spec_key(spec, "path"), trust_remote_code=trust)
+
+
 _MISSING_NAME = re.compile(r"cannot import name '(\w+)' from '(transformers(?:\.\w+)*)'")
 
 
@@ -82,15 +90,17 @@ def from_pretrained(cls, path: str, spec: dict, **kwargs):
     import transformers
 
     opts = load_options(spec)
-    kwargs = {**multi_gpu_kwargs(opts["device"]), **kwargs}
+    kwargs = {**multi_gpu_kwargs(opts["device"]), **revision_kwargs(spec, path, opts["trust_remote_code"]), **kwargs}
     if opts["use_safetensors"] and _has_only_pickle_weights(path):
         raise RuntimeError(f"config key {spec_key(spec, 'use_safetensors')}: {path!r} has only pickle (.bin) weights; "
                            "safetensors are required by default. Set it to false to allow them.")
     patched: set = set()
     while True:
         try:
-            return cls.from_pretrained(path, dtype=opts["dtype"], trust_remote_code=opts["trust_remote_code"],
-                                       use_safetensors=opts["use_safetensors"], **kwargs)
+            model = cls.from_pretrained(path, dtype=opts["dtype"], trust_remote_code=opts["trust_remote_code"],
+                                        use_safetensors=opts["use_safetensors"], **kwargs)
+            record_loaded(path, "model", spec.get("revision"), key=spec_key(spec, "path"), loaded=model)
+            return model
         except ImportError as exc:
             fixed = _remote_compat(exc, patched)
             if fixed:
@@ -128,7 +138,7 @@ def model_config_dict(spec: dict) -> dict:
 
     path = model_path(spec)
     try:
-        cfg, _ = PretrainedConfig.get_config_dict(path)
+        cfg, _ = PretrainedConfig.get_config_dict(path, **revision_kwargs(spec, path, False))
     except (OSError, ValueError) as exc:
         raise RuntimeError(f"config key {spec_key(spec, 'path')}: cannot read the model config of {path!r}: {exc}") \
             from exc
@@ -159,7 +169,8 @@ def load_model_and_tokenizer(auto_cls, spec: dict, name: str, model=None, tokeni
         from transformers import AutoTokenizer
 
         path = model_path(spec)
-        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=load_options(spec)["trust_remote_code"])
+        trust = load_options(spec)["trust_remote_code"]
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust, **revision_kwargs(spec, path, trust))
         model = from_pretrained(auto_cls, path, spec)
     if tokenizer.pad_token is None and pad_fallback:
         if tokenizer.eos_token is None:

@@ -4,7 +4,7 @@
         [--profile] [--name NAME] [--config config.yaml] [--directory .] [--cores all] [-- SNAKEMAKE ARGS]
 
 1. Writes an overlay config `results/score_one/<name>.yaml` that adds one `reward_models` entry
-   (`kind`, `path`, `use_profile`, `trust_remote_code`, optional `params_b`) and passes it to
+   (`kind`, `path`, `use_profile`, `trust_remote_code`, optional `revision` and `params_b`) and passes it to
    Snakemake as a second `--configfile` after the chosen config (a bare `--config` would not do:
    the Snakefile reads config.yaml only when no config is given, and this overlay must sit on top
    of it). The name defaults to the model's last path part, lower-cased, other characters `_`.
@@ -45,7 +45,7 @@ def default_name(ref: str) -> str:
 
 
 def overlay(ref: str, kind: str, name: str, use_profile: bool, trust_remote_code: bool = False,
-            params_b: float | None = None) -> dict:
+            params_b: float | None = None, revision: str | None = None) -> dict:
     """The overlay config: one `reward_models` entry."""
     info = kind_info(kind, name)
     if not re.fullmatch(r"[A-Za-z0-9_]+", name):
@@ -54,6 +54,8 @@ def overlay(ref: str, kind: str, name: str, use_profile: bool, trust_remote_code
     if info.needs_model:
         entry["path"] = ref
         entry["trust_remote_code"] = bool(trust_remote_code)
+        if revision:
+            entry["revision"] = revision  # a hub commit, branch or tag (prbench.revisions)
     if params_b is not None:
         entry["params_b"] = float(params_b)
     return {"reward_models": {name: entry}}
@@ -110,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cores", default="all")
     ap.add_argument("--trust-remote-code", action="store_true", help="opt in to the model's own code")
     ap.add_argument("--params-b", type=float, help="billions of parameters (GPU count and memory)")
+    ap.add_argument("--revision", help="hub commit, branch or tag to load (default: the revision lock's commit)")
     ap.add_argument("snakemake_args", nargs="*", help="more Snakemake arguments, after --")
     a = ap.parse_args(argv)
 
@@ -124,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     ref = a.rm
     if Path(ref).exists() and not (directory / ref).exists():
         ref = str(Path(ref).resolve())  # a local folder named from here, not from the run's directory
-    extra = overlay(ref, a.kind, name, a.profile, a.trust_remote_code, a.params_b)
+    extra = overlay(ref, a.kind, name, a.profile, a.trust_remote_code, a.params_b, a.revision)
     over_path = directory / OUT_DIR / f"{name}.yaml"
     over_path.parent.mkdir(parents=True, exist_ok=True)
     over_path.write_text(yaml.safe_dump(extra, sort_keys=True))

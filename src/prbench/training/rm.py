@@ -26,6 +26,7 @@ from ..config import entry_with_defaults, with_defaults
 from ..io import read_jsonl
 from ..models import resolve_model_ref
 from ..prompts import ScoreRequest
+from ..revisions import hub_kwargs, record_loaded
 from ..rms.classifier import ClassifierEncoder
 from ..seeding import stable_seed
 
@@ -79,14 +80,17 @@ class PairCollator:
         return collate(feats, self.pad_token_id, "right")
 
 
-def build_base_model(base: str, layers: int, seed: int):
-    """The base encoder truncated to `layers` layers with a seeded 1-logit head."""
+def build_base_model(base: str, layers: int, seed: int, revision: str | None = None,
+                     key: str = "reward_models.<rm>.train.base"):
+    """The base encoder truncated to `layers` layers with a seeded 1-logit head. A hub base loads at
+    `revision` (reward_models.<rm>.train.revision), else at its locked commit (prbench.revisions)."""
     import torch
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
     path = resolve_model_ref(base)
-    tok = AutoTokenizer.from_pretrained(path)
-    cfg = AutoConfig.from_pretrained(path)
+    rev = hub_kwargs(path, "model", revision, key=key)
+    tok = AutoTokenizer.from_pretrained(path, **rev)
+    cfg = AutoConfig.from_pretrained(path, **rev)
     n_layers = getattr(cfg, "num_hidden_layers", None)
     if n_layers is not None and layers > n_layers:
         raise ValueError(f"config key demo_training.rm.layers: {layers} > the {n_layers} layers of {base}")
@@ -97,7 +101,8 @@ def build_base_model(base: str, layers: int, seed: int):
     cfg.pad_token_id = tok.pad_token_id
     torch.manual_seed(seed)
     model = AutoModelForSequenceClassification.from_pretrained(path, config=cfg, dtype=torch.float32,
-                                                               use_safetensors=True)
+                                                               use_safetensors=True, **rev)
+    record_loaded(path, "model", revision, key=key, loaded=model)
     return model, tok
 
 
@@ -116,7 +121,9 @@ def train_demo_rm(spec: dict, train_files: dict[str, str | Path], out_dir: str |
     if threads:
         torch.set_num_threads(int(threads))
     t0 = time.perf_counter()
-    model, tok = build_base_model(spec["train"]["base"], int(cfg["layers"]), stable_seed(seed, "rm_head"))
+    model, tok = build_base_model(spec["train"]["base"], int(cfg["layers"]), stable_seed(seed, "rm_head"),
+                                  revision=spec["train"].get("revision"),
+                                  key=f"reward_models.{spec.get('name', '<rm>')}.train.base")
     tok.model_max_length = int(cfg["max_length"])
     mix = {k: float(v) for k, v in (spec["train"].get("mix") or {}).items()}
     rows = sample_mix(mix, train_files, int(cfg["max_pairs"]), seed, name)

@@ -63,11 +63,13 @@ def sample_bon(prompts_path: str, policy_spec: dict, bon_cfg: dict, seed: int, s
     if not mine:
         answers = []
     elif bon_cfg["backend"] == "vllm" and model is None:
-        answers = pol.generate_answers_vllm(policy_spec["path"], mine, trust_remote_code=trust, **gen_kw)
+        answers = pol.generate_answers_vllm(policy_spec["path"], mine, trust_remote_code=trust,
+                                            revision=policy_spec["revision"], **gen_kw)
     else:
         if model is None:  # `device`: a direct caller's runtime key (not in the policies schema)
             model, tokenizer = pol.load_policy(policy_spec["path"], device=policy_spec.get("device", "auto"),
-                                               trust_remote_code=trust)
+                                               trust_remote_code=trust, revision=policy_spec["revision"],
+                                               key=f"policies.{policy_spec.get('name', '<policy>')}.path")
         answers = pol.generate_answers(model, tokenizer, mine, batch_size=int(bon_cfg["batch_size"]), **gen_kw)
     out = [{"question_id": r["question_id"], "subset": r["subset"], "sample_idx": i, "answer": a}
            for r, outs in zip(mine, answers) for i, a in enumerate(outs)]

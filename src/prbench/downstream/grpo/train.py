@@ -176,9 +176,10 @@ def check_save_steps(s: dict) -> None:
                          "checkpoints are taken between generation batches)")
 
 
-def run_fingerprint(policy_path, rm_spec, rm, s: dict, run_seed: int, train_prompts) -> str:
+def run_fingerprint(policy_path, rm_spec, rm, s: dict, run_seed: int, train_prompts, revision=None) -> str:
     """Hash of everything that determines a GRPO run (save_steps excluded: saving changes nothing)."""
-    return fingerprint("grpo", model_fingerprint(str(policy_path)),
+    return fingerprint("grpo", model_fingerprint(str(policy_path)) if revision is None else
+                       [model_fingerprint(str(policy_path)), revision],
                        {k: v for k, v in (rm_spec or {}).items() if k != "device"}, getattr(rm, "name", None),
                        {k: s[k] for k in TRAIN_KEYS if k != "save_steps"}, run_seed, file_digest(train_prompts))
 
@@ -296,12 +297,12 @@ def _trainer_class():
     return ResumableGRPOTrainer
 
 
-def _build(policy_path, rm, rows, s, seed, ckpt_root, trust_remote_code, device, callbacks=()):
+def _build(policy_path, rm, rows, s, seed, ckpt_root, trust_remote_code, device, callbacks=(), revision=None):
     """(trainer, tokenizer, adapter, log rows, prompt-cap counts) of one run."""
     from datasets import Dataset
 
     seed_everything(seed)
-    policy, tok = load_policy_model(policy_path, trust_remote_code, device, "float32")
+    policy, tok = load_policy_model(policy_path, trust_remote_code, device, "float32", revision=revision)
     if tok.pad_token_id is None or tok.eos_token_id is None:
         raise ValueError(f"policy {policy_path}: tokenizer needs a pad and an eos token")
     neutralize(policy)
@@ -328,7 +329,7 @@ def _build(policy_path, rm, rows, s, seed, ckpt_root, trust_remote_code, device,
 def train_grpo(policy_path: str, rm_spec: dict | None, train_prompts: str | os.PathLike, out_dir: str | os.PathLike,
                model_out: str | os.PathLike, log_csv: str | os.PathLike, grpo_cfg: dict, seed: int, *,
                run_name: str = "", trust_remote_code: bool = False, device: str = "auto", rm=None,
-               callbacks: Sequence = ()) -> dict:
+               callbacks: Sequence = (), revision: str | None = None) -> dict:
     """Train (or resume, see the module docstring) one GRPO run; write the final policy to
     `model_out` and the per-step log to `log_csv`. `rm_spec` is loaded with
     `prbench.rms.load_reward_model` unless an `rm` object is given (tests); `callbacks` are extra
@@ -336,7 +337,7 @@ def train_grpo(policy_path: str, rm_spec: dict | None, train_prompts: str | os.P
     rows = load_prompt_rows(train_prompts)
     full = entry_with_defaults(grpo_cfg, "grpo")
     rows, filtered = filter_long_prompts(rows, policy_path, trust_remote_code, full["max_prompt_tokens"],
-                                         full["long_prompts"], "grpo")
+                                         full["long_prompts"], "grpo", revision=revision)
     s = resolve_settings(grpo_cfg, len(rows))
     check_save_steps(s)
     run_seed = stable_seed(seed, "grpo") % (2**31)  # one seed for every RM: same prompt order
@@ -345,10 +346,11 @@ def train_grpo(policy_path: str, rm_spec: dict | None, train_prompts: str | os.P
             raise ValueError("train_grpo needs an RM spec or an RM object")
         rm = load_reward_model(rm_spec)
     ckpts = Checkpoints(Path(out_dir) / CKPT_DIR, s, run_fingerprint(policy_path, rm_spec, rm, s, run_seed,
-                                                                      train_prompts))
+                                                                      train_prompts, revision))
     resume = ckpts.resume_point()
     trainer, tok, adapter, rows_log, cap = _build(policy_path, rm, rows, s, run_seed, ckpts.root,
-                                                  trust_remote_code, device, [ckpts.callback(), *callbacks])
+                                                  trust_remote_code, device, [ckpts.callback(), *callbacks],
+                                                  revision)
     ckpts.attach(rows_log, adapter)
     resumed_from = ckpts.restore(resume, trainer) if resume is not None else None
     log.info("GRPO %s: %d steps x %d prompts x %d completions, max_completion_length %d", run_name,

@@ -22,7 +22,8 @@ from ...prompts import configure
 log = logging.getLogger("prbench.downstream.ppo.launch")
 
 SPEC_KEYS = ("policy_path", "rm_spec", "train_prompts", "out_dir", "model_out", "log_csv", "ppo_cfg", "seed")
-OPTIONAL_KEYS = ("run_name", "trust_remote_code", "subset")  # train_ppo's keyword arguments; absent = its defaults
+# train_ppo's keyword arguments; absent = its defaults
+OPTIONAL_KEYS = ("run_name", "trust_remote_code", "subset", "revision")
 
 
 def _train(spec: dict, device: str = "auto") -> dict:

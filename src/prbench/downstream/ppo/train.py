@@ -43,6 +43,7 @@ from ...config import entry_with_defaults
 from ...generation import neutralize
 from ...io import read_json, read_jsonl, write_csv, write_json, write_jsonl
 from ...models import resolve_model_ref, save_pretrained_atomic
+from ...revisions import hub_kwargs
 from ...rms import load_reward_model
 from ...seeding import seed_everything, stable_seed
 from ..checkpoints import CKPT_PREFIX, fingerprint, latest_checkpoint, list_checkpoints
@@ -58,13 +59,17 @@ log = logging.getLogger("prbench.downstream.ppo.train")
 # ---------------------------------------------------------------------------------------------
 # models
 # ---------------------------------------------------------------------------------------------
-def load_value_model(path: str, pad_token_id: int, trust_remote_code: bool = False):
-    """The critic: the policy's backbone with a fresh scalar head (or a saved critic folder), fp32."""
+def load_value_model(path: str, pad_token_id: int, trust_remote_code: bool = False, revision: str | None = None):
+    """The critic: the policy's backbone with a fresh scalar head (or a saved critic folder), fp32.
+    A hub policy loads at `revision` or its locked commit (prbench.revisions)."""
     from transformers import AutoModelForSequenceClassification
 
+    ref = resolve_model_ref(str(path))
     kw: dict[str, Any] = {"num_labels": 1, "trust_remote_code": trust_remote_code, "use_safetensors": True,
-                          "dtype": torch.float32}
-    model = AutoModelForSequenceClassification.from_pretrained(resolve_model_ref(str(path)), **kw)
+                          "dtype": torch.float32,
+                          **hub_kwargs(ref, "model", revision, key="policies.<policy>.path",
+                                       trust_remote_code=trust_remote_code)}
+    model = AutoModelForSequenceClassification.from_pretrained(ref, **kw)
     model.config.pad_token_id = pad_token_id
     return model
 
@@ -140,11 +145,12 @@ def _make_callback(runner: "_PPORun"):
 class _PPORun:
     """One PPO run: builds models and trainer, saves/loads checkpoints."""
 
-    def __init__(self, policy_path, rm, prompt_rows, out_dir, settings, seed, fp, trust_remote_code, device):
+    def __init__(self, policy_path, rm, prompt_rows, out_dir, settings, seed, fp, trust_remote_code, device,
+                 revision=None):
         self.policy_path, self.rm, self.prompt_rows = str(policy_path), rm, prompt_rows
         self.out_dir, self.ckpt_root = Path(out_dir), Path(out_dir) / "checkpoints"
         self.settings, self.seed, self.fp = settings, seed, fp
-        self.trust_remote_code, self.device = trust_remote_code, device
+        self.trust_remote_code, self.device, self.revision = trust_remote_code, device, revision
         self.rows_log: list[dict] = []
         self.resume_state: dict | None = None
         self.resume_rng: dict | None = None
@@ -205,7 +211,8 @@ class _PPORun:
 
     def _load_models(self, ckpt: Path | None):
         """(reference = base policy, tokenizer, trained policy, value model): fresh, or from `ckpt`."""
-        base_model, tok = load_policy_model(self.policy_path, self.trust_remote_code, self.device)
+        base_model, tok = load_policy_model(self.policy_path, self.trust_remote_code, self.device,
+                                            revision=self.revision)
         tok.padding_side = "left"
         if tok.pad_token_id is None:
             raise ValueError(f"policy {self.policy_path}: tokenizer has no pad token")
@@ -215,8 +222,9 @@ class _PPORun:
             policy, _ = load_policy_model(str(ckpt / "policy"), self.trust_remote_code, self.device, "float32")
             value = load_value_model(str(ckpt / "value"), tok.pad_token_id, self.trust_remote_code)
         else:
-            policy, _ = load_policy_model(self.policy_path, self.trust_remote_code, self.device, "float32")
-            value = load_value_model(self.policy_path, tok.pad_token_id, self.trust_remote_code)
+            policy, _ = load_policy_model(self.policy_path, self.trust_remote_code, self.device, "float32",
+                                          revision=self.revision)
+            value = load_value_model(self.policy_path, tok.pad_token_id, self.trust_remote_code, self.revision)
         policy.config.pad_token_id = tok.pad_token_id
         for m in (policy, base_model):
             # trl fills the generation fields it leaves unset from here: token ids only (prbench.generation)
@@ -337,7 +345,7 @@ class _PPORun:
 
 
 def train_rows(train_prompts, ppo_cfg: dict, subset: str | None, policy_path: str,
-               trust_remote_code: bool) -> tuple[list[dict], dict]:
+               trust_remote_code: bool, revision: str | None = None) -> tuple[list[dict], dict]:
     """The run's training prompt rows: one subset's (ppo.per_subset) or all, over-long ones left out
     under ppo.long_prompts `filter` (counted: {"prompts_filtered": n})."""
     rows = load_prompt_rows(train_prompts)
@@ -347,7 +355,7 @@ def train_rows(train_prompts, ppo_cfg: dict, subset: str | None, policy_path: st
             raise ValueError(f"{train_prompts}: no training prompts of subset {subset!r} (ppo.per_subset)")
     full = entry_with_defaults(ppo_cfg, "ppo")
     return filter_long_prompts(rows, policy_path, trust_remote_code, full["max_prompt_tokens"],
-                               full["long_prompts"], "ppo")
+                               full["long_prompts"], "ppo", revision=revision)
 
 
 def train_ppo(
@@ -363,18 +371,17 @@ def train_ppo(
     run_name: str = "",
     trust_remote_code: bool = False,
     device: str = "auto",
-    rm=None,
-    callbacks: Sequence = (),
-    subset: str | None = None,
+    rm=None, callbacks: Sequence = (),
+    subset: str | None = None, revision: str | None = None,
 ) -> dict:
     """Train (or resume) one PPO run; write the final policy to `model_out` and the curves to `log_csv`.
 
     `rm_spec` is the RM spec for `prbench.rms.load_reward_model` (ignored when an `rm` object is
     given, as tests do). `callbacks` are extra trl callbacks, run after the checkpoint callback.
     `subset` (ppo.per_subset): that subset's prompts only (`train_rows`, also ppo.long_prompts).
-    Returns a summary dict (steps, resumed_from, reward failures, prompt counts).
+    `revision`: a hub policy's pin (prbench.revisions). Returns the summary (steps, resumed_from, ...).
     """
-    rows, filtered = train_rows(train_prompts, ppo_cfg, subset, policy_path, trust_remote_code)
+    rows, filtered = train_rows(train_prompts, ppo_cfg, subset, policy_path, trust_remote_code, revision)
     settings = resolve_settings(ppo_cfg, len(rows))
     # One seed for every run (same prompt order for all RMs), derived from the config seed.
     run_seed = stable_seed(seed, "ppo") % (2**31)
@@ -383,9 +390,10 @@ def train_ppo(
             raise ValueError("train_ppo needs an RM spec or an RM object")
         rm = load_reward_model(rm_spec)
     prompts_fp = fingerprint([r["question_id"] for r in rows], [render_key(r) for r in rows])
-    fp = fingerprint(str(policy_path), {k: v for k, v in (rm_spec or {}).items() if k != "device"},
-                     getattr(rm, "name", None), {k: settings[k] for k in TRAIN_KEYS}, run_seed, prompts_fp)
-    run = _PPORun(policy_path, rm, rows, Path(out_dir), settings, run_seed, fp, trust_remote_code, device)
+    fp = fingerprint(f"{policy_path}@{revision}" if revision else str(policy_path),  # a pin: its own run
+                     {k: v for k, v in (rm_spec or {}).items() if k != "device"}, getattr(rm, "name", None),
+                     {k: settings[k] for k in TRAIN_KEYS}, run_seed, prompts_fp)
+    run = _PPORun(policy_path, rm, rows, Path(out_dir), settings, run_seed, fp, trust_remote_code, device, revision)
     run.extra_callbacks = list(callbacks)
     ckpt = latest_checkpoint(run.ckpt_root, fp, "PPO")
     resumed_from = None
