@@ -34,6 +34,13 @@ rule replica_data:
         "../workflow_scripts/replica_data.py"
 
 
+JUDGE_PROTOCOL_KEYS = ["aspect_format", "system_turn"]
+
+
+def _judge_replica(name):
+    return "judge_training" in REPLICA_MODELS[name]
+
+
 rule replica_model:
     output:
         directory(f"{REPLICA_MODEL_DIR}/{{replica}}"),
@@ -53,10 +60,16 @@ rule replica_model:
     params:
         spec=lambda wildcards: REPLICA_MODELS[wildcards.replica],
         seed=REPLICA.get("seed", 0),
+        # a judge replica (spec option judge_training) is trained on the judge's prompt as the
+        # judging jobs render it: the template set and the judge's prompt-format keys
+        prompts=lambda wildcards: canon(PROMPTS) if _judge_replica(wildcards.replica) else {},
+        judge_protocol=lambda wildcards: (
+            pick(config["judge"], JUDGE_PROTOCOL_KEYS) if _judge_replica(wildcards.replica) else {}
+        ),
     script:
         "../workflow_scripts/replica_model.py"
 
 
-# Every replica is built by `rule all`, also those no stage of this config loads (the judge
-# replica when the offline judge is configured), so the run checks that each one builds.
+# Every replica is built by `rule all`, also those no stage of this config loads, so the run checks
+# that each one builds.
 ALL_TARGETS.extend(f"{REPLICA_MODEL_DIR}/{name}" for name in REPLICA_MODELS)
