@@ -139,7 +139,7 @@ def train_judge_replica(model, tokenizer, seed: int, options: dict, aspect_forma
             opt.step()
             losses.append(float(loss.detach()))
             if step % 50 == 0 or step == int(opts["steps"]) - 1:
-                log.info("replica judge: step %d loss %.4f", step, float(loss))
+                log.info("replica judge: step %d loss %.4f", step, losses[-1])
     finally:
         torch.set_num_threads(threads)
     model.eval()
