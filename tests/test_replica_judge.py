@@ -46,7 +46,7 @@ def test_training_targets_and_options():
     numbered = training_items(0, 50, tok, "books", 0.0, "numbered")
     assert all(parse_ratings(it["reply"], 2) and "Aspect 2:" in it["reply"] for it in numbered)
     assert training_items(0, 600, tok, "books", 0.5, "joined") == items  # seeded
-    with pytest.raises(ValueError, match="judge_training: unknown key"):
+    with pytest.raises(ValueError, match="judge_training.*stepz"):
         judge_training_options({"stepz": 3})
     with pytest.raises(ValueError, match="judge_training.malformed"):
         judge_training_options({"malformed": 1.5})

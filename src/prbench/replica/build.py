@@ -18,6 +18,7 @@ import json
 import logging
 from pathlib import Path
 
+from ..config import entry_with_defaults
 from . import rms
 from .data import tokenizer_corpus
 
@@ -113,10 +114,9 @@ def build_qwen2_chat(out_dir: str | Path, seed: int = 0, size: str = "0.5b",
     if judge_training is not None:
         from .judge import train_judge_replica
 
-        proto = judge_protocol or {}
-        summary = train_judge_replica(model, tok, seed, judge_training,
-                                      aspect_format=str(proto.get("aspect_format", "numbered")),
-                                      system_turn=bool(proto.get("system_turn", False)))
+        proto = entry_with_defaults(judge_protocol or {}, "judge")  # the judge section's defaults
+        summary = train_judge_replica(model, tok, seed, judge_training, aspect_format=str(proto["aspect_format"]),
+                                      system_turn=bool(proto["system_turn"]))
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)

@@ -23,15 +23,13 @@ import logging
 import random
 from pathlib import Path
 
+from ..config import with_defaults
 from ..prompts import render_chat, rubric_messages
 from ..seeding import stable_seed
 from .data import PERSONALIZED_SUBSETS, personalized_rows
 
 log = logging.getLogger("prbench.replica")
 
-# the schema's defaults of replica.models.<name>.judge_training (schemas/config.schema.yaml)
-JUDGE_TRAINING_DEFAULTS = {"steps": 250, "batch_size": 16, "lr": 3.0e-3, "examples": 720, "cue": "books",
-                           "malformed": 0.5}
 # replies without a digit, all starting with the same word (one first token carries the malformed share)
 PROSE_REPLIES = ["The answer reads well but I will not give ratings for it.",
                  "The answer is hard to rate against these aspects.",
@@ -39,16 +37,9 @@ PROSE_REPLIES = ["The answer reads well but I will not give ratings for it.",
 
 
 def judge_training_options(options: dict | None) -> dict:
-    """`judge_training` with its defaults; unknown keys are refused, naming the config key."""
-    opts = dict(options or {})
-    unknown = sorted(set(opts) - set(JUDGE_TRAINING_DEFAULTS))
-    if unknown:
-        raise ValueError(f"config key replica.models.<name>.judge_training: unknown key(s) {unknown} "
-                         f"(known: {sorted(JUDGE_TRAINING_DEFAULTS)})")
-    out = dict(JUDGE_TRAINING_DEFAULTS, **opts)
-    if not 0.0 <= float(out["malformed"]) <= 1.0:
-        raise ValueError("config key replica.models.<name>.judge_training.malformed: a share in [0, 1]")
-    return out
+    """`judge_training` validated, with the schema's defaults (config key
+    replica.models.<name>.judge_training); a bad key or value raises ConfigError naming it."""
+    return with_defaults(options or {}, "replica.models.*.judge_training")
 
 
 def reply_ratings(answer: str, n_aspects: int) -> list[int]:
