@@ -34,13 +34,6 @@ rule replica_data:
         "../workflow_scripts/replica_data.py"
 
 
-JUDGE_PROTOCOL_KEYS = ["aspect_format", "system_turn"]
-
-
-def _judge_replica(name):
-    return "judge_training" in REPLICA_MODELS[name]
-
-
 rule replica_model:
     output:
         directory(f"{REPLICA_MODEL_DIR}/{{replica}}"),
@@ -62,9 +55,9 @@ rule replica_model:
         seed=REPLICA.get("seed", 0),
         # a judge replica (spec option judge_training) is trained on the judge's prompt as the
         # judging jobs render it: the template set and the judge's prompt-format keys
-        prompts=lambda wildcards: canon(PROMPTS) if _judge_replica(wildcards.replica) else {},
+        prompts=lambda wildcards: canon(PROMPTS) if judge_replica(wildcards.replica) else {},
         judge_protocol=lambda wildcards: (
-            pick(config["judge"], JUDGE_PROTOCOL_KEYS) if _judge_replica(wildcards.replica) else {}
+            pick(config["judge"], REPLICA_JUDGE_KEYS) if judge_replica(wildcards.replica) else {}
         ),
     script:
         "../workflow_scripts/replica_model.py"
