@@ -136,6 +136,15 @@ def replica_input(ref):
     return [ref] if ref in {f"{REPLICA_MODEL_DIR}/{name}" for name in REPLICA_MODELS} else []
 
 
+# the judge keys a judge replica (replica spec option judge_training) is trained under
+REPLICA_JUDGE_KEYS = ["aspect_format", "system_turn"]
+
+
+def judge_replica(name):
+    """True when replica `name` is trained as a rubric judge (prbench.replica.judge)."""
+    return "judge_training" in REPLICA_MODELS[name]
+
+
 def rm_model_input(wildcards):
     """Input function: the RM's model folder when the DAG builds it (demo, replica), else nothing."""
     d = rm_model_dir(wildcards.rm)

@@ -53,10 +53,16 @@ rule replica_model:
     params:
         spec=lambda wildcards: REPLICA_MODELS[wildcards.replica],
         seed=REPLICA.get("seed", 0),
+        # a judge replica (spec option judge_training) is trained on the judge's prompt as the
+        # judging jobs render it: the template set and the judge's prompt-format keys
+        prompts=lambda wildcards: canon(PROMPTS) if judge_replica(wildcards.replica) else {},
+        judge_protocol=lambda wildcards: (
+            pick(config["judge"], REPLICA_JUDGE_KEYS) if judge_replica(wildcards.replica) else {}
+        ),
     script:
         "../workflow_scripts/replica_model.py"
 
 
-# Every replica is built by `rule all`, also those no stage of this config loads (the judge
-# replica when the offline judge is configured), so the run checks that each one builds.
+# Every replica is built by `rule all`, also those no stage of this config loads, so the run checks
+# that each one builds.
 ALL_TARGETS.extend(f"{REPLICA_MODEL_DIR}/{name}" for name in REPLICA_MODELS)

@@ -93,7 +93,7 @@ SKIP = [
     Skip(("demo", "replica"), "data.baselines.*.source", "the DAG writes the data there: no producer"),
     Skip(("demo",), "data.baselines.*.kind", "the demo world writes RewardBench-schema baselines only "
                                              "(check_config)"),
-    Skip(("demo", "replica"), ("judge.max_new_tokens", "judge.retries", "judge.system_turn", "judge.aspect_format",
+    Skip(("demo",), ("judge.max_new_tokens", "judge.retries", "judge.system_turn", "judge.aspect_format",
                                "judge.aggregate", "judge.failure"),
          "an LLM judge's setting: the offline MiniLM judge (judge.backend minilm) reads none of them "
          "(rules/judge.smk JUDGE_MINILM_KEYS)"),

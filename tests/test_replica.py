@@ -180,6 +180,13 @@ def test_replica_config_mirrors_paper_config():
         assert models[ref.removeprefix("results/replica/models/")]["replicates"] == hub
     judge_replica = [m for m in models.values() if m["replicates"] == paper["judge"]["model"]]
     assert judge_replica and judge_replica[0]["builder"] == "qwen2_chat"
+    # the paper's judge path: same backend and protocol keys, on the replica trained to answer in the
+    # format; departures are replica sizes (max_new_tokens) and one sampled retry (config.yaml: none)
+    assert models[rep["judge"]["model"].removeprefix("results/replica/models/")] is judge_replica[0]
+    assert "judge_training" in judge_replica[0]
+    for key in ("backend", "system_turn", "aspect_format", "aggregate", "failure", "batch_size", "params_b"):
+        assert rep["judge"][key] == paper["judge"][key], key
+    assert paper["judge"]["retries"] == 0 and rep["judge"]["retries"] == 1
     assert rep["prompts"] == paper["prompts"]
     assert set(rep["data"]["personalized"]["downstream"]) == set(paper["data"]["personalized"]["downstream"])
     for key in ("kl_coef", "reward_scale", "eval_greedy", "eval_top_p", "gae_lambda", "cliprange_value", "lr_scheduler",

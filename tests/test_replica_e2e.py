@@ -2,6 +2,8 @@
 from an empty directory builds every replica (models and data) and runs data preparation, scoring of
 all seven RMs of config.yaml, BoN, PPO, correlations and figures offline; every table covers every RM.
 Random weights: the numbers mean nothing, but unparseable generative replies must be counted."""
+import json
+import re
 import time
 
 import pandas as pd
@@ -62,3 +64,40 @@ def test_every_table_and_figure(run):
         for ext in ("png", "pdf"):
             assert (run / f"results/figures/{name}.{ext}").stat().st_size > 1000, name
 
+
+
+def test_llm_judge_path(run):
+    """The transformers judge on the trained judge replica (replica.models.<judge>.judge_training):
+    the cache records every unique judgement once with its unparseable-reply count (`failures`,
+    retries included) and final `failed`; most replies parse at the first greedy try, some parse
+    only at the sampled retry, some fail both (scored 0.0 by judge.failure zero, counted in the
+    tables); the judging jobs share the cache."""
+    run, cfg = run
+    assert cfg["judge"]["backend"] == "transformers" and cfg["judge"]["retries"] >= 1
+    records = [json.loads(line) for shard in sorted((run / "results/cache/judge").glob("*.jsonl"))
+               for line in shard.read_text().splitlines()]
+    keys = [r["key"] for r in records]
+    assert records and len(set(keys)) == len(keys)  # each unique item judged once, across every job
+    first_try = sum(r["failures"] == 0 for r in records)
+    retry_parsed = sum(r["failures"] >= 1 and not r["failed"] for r in records)
+    failed = [r for r in records if r["failed"]]
+    print(f"judge cache: {len(records)} items, {first_try} parsed first, {retry_parsed} at the retry, "
+          f"{len(failed)} failed")
+    assert first_try > len(records) / 2 and retry_parsed > 0 and failed
+    assert all(r["score"] == 0.0 and r["failures"] == cfg["judge"]["retries"] + 1 for r in failed)
+    # the same counts in the stage outputs and tables
+    validity = json.loads((run / "results/bon/judge_validity.json").read_text())
+    judged = [json.loads(line) for line in (run / "results/bon/qwen25_05b/judged.jsonl").read_text().splitlines()]
+    evals = [json.loads(line) for p in sorted(run.glob("results/ppo/qwen25_05b/*/eval_judged.jsonl"))
+             for line in p.read_text().splitlines()]
+    assert validity["parse_failures"] > 0 and validity["judge_failed"] > 0
+    bon = pd.read_csv(run / "results/tables/bon.csv")
+    assert (bon["judge_failed_samples"] == sum(j["failed"] for j in judged)).all()
+    ppo = pd.read_csv(run / "results/tables/ppo.csv")
+    assert ppo["judge_failures"].sum() == sum(e["judge_failures"] for e in evals)
+    assert sum(j["failed"] for j in judged) + sum(e["judge_failures"] for e in evals) > 0
+    # the cache is shared: the PPO evaluations judge the same base answers once between them
+    judged_by_jobs = 2 * validity["overall"]["n"] + len(judged) + 2 * len(evals)
+    assert len(records) < judged_by_jobs
+    logs = "".join(p.read_text() for p in run.glob("logs/ppo/qwen25_05b/*/eval.log"))
+    assert re.search(r"judge transformers:\S+: \d+ items, \d+ unique, [1-9]\d* cached", logs)

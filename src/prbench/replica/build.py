@@ -18,6 +18,7 @@ import json
 import logging
 from pathlib import Path
 
+from ..config import entry_with_defaults
 from . import rms
 from .data import tokenizer_corpus
 
@@ -85,8 +86,13 @@ def qwen_tokenizer(vocab_size: int = 800):
 
 
 def build_qwen2_chat(out_dir: str | Path, seed: int = 0, size: str = "0.5b",
-                     repetition_penalty: float = 1.1) -> Path:
-    """A Qwen2.5-Instruct-style causal LM folder: config, safetensors, tokenizer, generation config."""
+                     repetition_penalty: float = 1.1, judge_training: dict | None = None,
+                     judge_protocol: dict | None = None) -> Path:
+    """A Qwen2.5-Instruct-style causal LM folder: config, safetensors, tokenizer, generation config.
+
+    With `judge_training` (replica spec option) the random model is then fine-tuned to answer the
+    rubric judge's prompt in the format of `judge_protocol` (judge.aspect_format, judge.system_turn):
+    prbench.replica.judge; the summary is written to judge_training.json."""
     import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
@@ -104,9 +110,20 @@ def build_qwen2_chat(out_dir: str | Path, seed: int = 0, size: str = "0.5b",
     model.generation_config = GenerationConfig(
         bos_token_id=pad_id, pad_token_id=pad_id, eos_token_id=[eos_id, pad_id],
         **dict(QWEN_GENERATION_DEFAULTS, repetition_penalty=float(repetition_penalty)))
+    summary = None
+    if judge_training is not None:
+        from .judge import train_judge_replica
+
+        proto = entry_with_defaults(judge_protocol or {}, "judge")  # the judge section's defaults
+        summary = train_judge_replica(model, tok, seed, judge_training, aspect_format=str(proto["aspect_format"]),
+                                      system_turn=bool(proto["system_turn"]))
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
+    if summary is not None:
+        from .judge import write_summary
+
+        write_summary(out, summary)
     return out
 
 
