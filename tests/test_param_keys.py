@@ -97,7 +97,8 @@ SKIP = [
                                "judge.aggregate", "judge.failure"),
          "an LLM judge's setting: the offline MiniLM judge (judge.backend minilm) reads none of them "
          "(rules/judge.smk JUDGE_MINILM_KEYS)"),
-    Skip(("demo",), ("reward.generative_max_new_tokens", "reward.generative_failure_score"),
+    Skip(("demo",), ("reward.generative_max_new_tokens", "reward.generative_failure_score",
+                          "reward.generative_parse"),
          "read under reward.generative pointwise only; the demo scores generative RMs round_robin"),
     Skip(("paper",), "judge.aspect_format", "numbered is refused with config.yaml's judge.aggregate mean_found "
                                             "(check_config); judge.aggregate's own edit covers the pair"),

@@ -198,7 +198,8 @@ def test_pairwise_scoring_keys_reach_only_the_pairwise_judges_benchmark_jobs(scr
 @pytest.mark.parametrize("reward,rerun", [
     ({"profile": "always"}, CLASSIFIERS),
     ({"generative": "pointwise"}, GENERATIVE),
-    ({"generative_max_new_tokens": 7, "generative_failure_score": 0.25}, set()),  # read only under pointwise
+    ({"generative_max_new_tokens": 7, "generative_failure_score": 0.25, "generative_parse": "authors"},
+     set()),  # read only under pointwise
 ], ids=["profile_always", "generative_pointwise", "pointwise_settings_under_round_robin"])
 def test_reward_keys_reach_the_downstream_jobs_of_their_rms(scratch, tmp_path, reward, rerun):
     cfg = copy.deepcopy(DEMO)

@@ -20,7 +20,13 @@ from prbench.downstream.reward_adapter import PromptIndex, RewardAdapter
 from prbench.io import read_jsonl, write_jsonl
 from prbench.prompts import PairRequest, ScoreRequest
 from prbench.rms import load_reward_model, reward_spec
-from prbench.rms.generative import chosen_shown_first, parse_choice, parse_first_result, parse_unit_score
+from prbench.rms.generative import (
+    chosen_shown_first,
+    parse_choice,
+    parse_first_result,
+    parse_unit_score,
+    parse_unit_score_authors,
+)
 from prbench.scoring.benchmark import benchmark_reports, score_benchmark
 from prbench.seeding import stable_seed
 from prbench.stats import bootstrap_ci
@@ -194,6 +200,47 @@ def test_pointwise_reward_reads_a_0_1_score(lm_08, kind):
     assert out.failures == 0 and not out.failed.any()
     d = rm.diagnostics()
     assert d["unit_scored"] == 6 and d["unit_failures"] == 0
+
+
+@pytest.mark.parametrize("text,project,authors", [
+    ("0.7", 0.7, 0.7), (" .5\n", 0.5, 0.5), ("1", 1.0, 1.0), ("1.0", 1.0, 1.0), ("0", 0.0, 0.0),
+    ("Score: 0.9", 0.9, 0.9), ("Score: 7", 1.0, None), ("7/10", 1.0, 1.0), ("score 2.5", 1.0, 0.5),
+    ("-3", 0.0, 0.0), ("", None, None), ("abc", None, None), ("I rate it 1 out of 10", 1.0, 1.0),
+])
+def test_unit_score_parsers_project_and_authors(text, project, authors):
+    """`reward.generative_parse`: first_number (any first number, clamped) vs the authors' rule
+    (float(reply), else the first match of 0?.d+ / [01].?d*, clamped, else a failure); the authors'
+    rule checked against its own expression, evaluated here directly."""
+    import re
+    for parse, want in ((parse_unit_score, project), (parse_unit_score_authors, authors)):
+        got = parse(text)
+        assert (math.isnan(got) if want is None else got == pytest.approx(want)), (parse.__name__, text, got)
+    t = text.strip()
+    try:
+        direct = max(0.0, min(1.0, float(t)))
+    except ValueError:
+        nums = re.findall(r"0?\.\d+|[01]\.?\d*", t)
+        direct = max(0.0, min(1.0, float(nums[0]))) if nums else None
+    got = parse_unit_score_authors(text)
+    assert (math.isnan(got) if direct is None else got == direct)
+
+
+def test_pointwise_reward_parse_rule_is_a_key(tmp_path):
+    """A reply "Score: 7": 1.0 under first_number, a counted failure scored 0.5 under the authors' rule."""
+    lm7 = tiny_causal_lm(tmp_path / "seven", "Score: 7")
+    reqs = _reqs(3)
+    spec = reward_spec(_spec(lm7), {"generative": "pointwise", "generative_parse": "authors"})
+    assert spec["reward_parse"] == "authors"
+    out = load_reward_model(spec).score(reqs)
+    np.testing.assert_allclose(out.scores, 0.5)
+    assert out.failures == 3 and out.failed.all()
+    rm = load_reward_model(reward_spec(_spec(lm7), {"generative": "pointwise"}))
+    out = rm.score(reqs)
+    np.testing.assert_allclose(out.scores, 1.0)
+    d = rm.diagnostics()
+    assert out.failures == 0 and d["unit_clamped"] == 3 and d["unit_parse"] == "first_number"
+    with pytest.raises(ConfigError, match="generative_parse"):
+        reward_spec(_spec(lm7), {"generative": "pointwise", "generative_parse": "magic"})
 
 
 def test_pointwise_reward_failure_scores_the_fallback_and_is_counted(lm_mute, tmp_path):

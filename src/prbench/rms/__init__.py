@@ -61,7 +61,7 @@ def reward_spec(spec: dict, reward: dict | None) -> dict:
       `use_profile: true` and `profile_layout: after_question` (prompts.user_turn).
     - `reward.generative: pointwise` (the authors: each answer scored alone on a 0-1 scale, greedy,
       10 new tokens, an unparseable reply = 0.5): each generating kind gets `reward_generative`,
-      `reward_max_new_tokens` and `reward_failure_score` (rms.generative)."""
+      `reward_max_new_tokens`, `reward_failure_score` and `reward_parse` (rms.generative)."""
     from ..config import with_defaults
 
     reward = with_defaults(dict(reward or {}), "reward")  # ConfigError names a bad key
@@ -74,6 +74,7 @@ def reward_spec(spec: dict, reward: dict | None) -> dict:
         out["reward_generative"] = "pointwise"
         out["reward_max_new_tokens"] = int(reward["generative_max_new_tokens"])
         out["reward_failure_score"] = float(reward["generative_failure_score"])
+        out["reward_parse"] = str(reward["generative_parse"])
     return out
 
 

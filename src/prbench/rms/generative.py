@@ -30,8 +30,10 @@ predicts "A"). Either way every unparseable reply is counted (`details[i]["faile
 Downstream 0-1 scoring (`reward.generative: pointwise`, spec key `reward_generative`, set by
 `prbench.rms.reward_spec`): `score()` of either kind asks the judge about each answer alone
 (`prompts.reward_judge_messages`), greedy with `reward_max_new_tokens` new tokens, and reads a
-number in [0, 1] (`parse_unit_score`, clamped as the authors' BoN/score.py); an unparseable reply
-scores `reward_failure_score` (the authors' 0.5), flagged in `ScoreOutput.failed` and counted.
+number in [0, 1] by `reward.generative_parse` (`UNIT_PARSERS`: `first_number` = `parse_unit_score`,
+the project's, reads any first number; `authors` = `parse_unit_score_authors`, BoN/score.py's rule);
+either clamps into [0, 1]. An unparseable reply scores `reward_failure_score` (the authors' 0.5),
+flagged in `ScoreOutput.failed` and counted.
 
 Decoding is greedy, so scores are deterministic. `max_new_tokens` defaults to 512 (as the
 authors), leaving room for the reasoning before the verdict.
@@ -94,13 +96,13 @@ def parse_first_result(text: str) -> str | None:
     return rest[0].upper() if rest[:1] in ("a", "b") else None
 
 
-def _unclamped(text: str) -> float:
-    """The number `parse_unit_score` read before clamping (for the clamped count)."""
+def _unclamped(text: str, parse: str = "first_number") -> float:
+    """The number the `parse` rule (`UNIT_PARSERS`) read before clamping (for the clamped count)."""
     t = text.strip()
     try:
         return float(t)
     except ValueError:
-        m = _UNIT_RE.search(t)
+        m = (_AUTHORS_UNIT_RE if parse == "authors" else _UNIT_RE).search(t)
         return float(m.group(0)) if m else float("nan")
 
 
@@ -109,8 +111,9 @@ _UNIT_RE = re.compile(r"(?<![\d.])-?(?:\d+(?:\.\d*)?|\.\d+)")
 
 
 def parse_unit_score(text: str) -> float:
-    """A 0-1 score from a reply: the whole reply as a number, else its first number; clamped into
-    [0, 1] as the authors' BoN/score.py does; NaN when the reply holds no number."""
+    """A 0-1 score from a reply (`reward.generative_parse: first_number`, the project's rule): the
+    whole reply as a number, else its first number of any form ("Score: 7" -> 7); clamped into
+    [0, 1]; NaN when the reply holds no number. The authors' rule is `parse_unit_score_authors`."""
     if not isinstance(text, str):
         return float("nan")
     t = text.strip()
@@ -124,6 +127,33 @@ def parse_unit_score(text: str) -> float:
     if v != v or v in (float("inf"), float("-inf")):
         return float("nan")
     return min(1.0, max(0.0, v))
+
+
+_AUTHORS_UNIT_RE = re.compile(r"0?\.\d+|[01]\.?\d*")
+
+
+def parse_unit_score_authors(text: str) -> float:
+    """A 0-1 score by the authors' rule (`reward.generative_parse: authors`; BoN/score.py and
+    PPO/reward_server.py at a5c6814): the stripped reply as a float, else the first match of
+    `0?\\.\\d+|[01]\\.?\\d*` (a number starting with 0, 1 or a point: "Score: 7" has none,
+    "7/10" reads 10), clamped into [0, 1]; NaN when neither reads a number (the caller scores it
+    `reward_failure_score`, the authors' 0.5, and counts it as a failure)."""
+    if not isinstance(text, str):
+        return float("nan")
+    t = text.strip()
+    try:
+        v = float(t)
+    except ValueError:
+        m = _AUTHORS_UNIT_RE.search(t)
+        if not m:
+            return float("nan")
+        v = float(m.group(0))
+    if v != v:
+        return float("nan")
+    return min(1.0, max(0.0, v))
+
+
+UNIT_PARSERS = {"first_number": parse_unit_score, "authors": parse_unit_score_authors}
 
 
 def parse_score(text: str) -> float:
@@ -180,6 +210,11 @@ class _GenerativeRM(RewardModel):
         if self.reward_mode == "pointwise":  # prbench.rms.reward_spec sets all three from the config's `reward`
             self.reward_max_new_tokens = int(spec["reward_max_new_tokens"])
             self.reward_failure_score = float(spec["reward_failure_score"])
+            parse = str(spec["reward_parse"])
+            if parse not in UNIT_PARSERS:
+                raise ValueError(f"RM {self.name}: reward_parse {parse!r} (config key reward.generative_parse): "
+                                 f"expected one of {sorted(UNIT_PARSERS)}")
+            self.reward_parse = parse
         self.n_unit_scored = 0
         self.n_unit_failures = 0
         self.n_unit_clamped = 0
@@ -247,10 +282,11 @@ class _GenerativeRM(RewardModel):
                 r.question, r.answer, ps, self.use_profile, None, categories=r.categories)
             prompt_ids.append(self._prompt_ids(build, self._posts(r.profile), limit))
         raws = self._generate(prompt_ids, desc=f"score {self.name}", max_new_tokens=self.reward_max_new_tokens)
-        values = np.asarray([parse_unit_score(t) for t in raws], dtype=float)
+        values = np.asarray([UNIT_PARSERS[self.reward_parse](t) for t in raws], dtype=float)
         failed = np.isnan(values)
-        self.n_unit_clamped += sum(1 for t, v in zip(raws, values)
-                                   if not np.isnan(v) and v in (0.0, 1.0) and _unclamped(t) not in (0.0, 1.0))
+        self.n_unit_clamped += sum(
+            1 for t, v in zip(raws, values)
+            if not np.isnan(v) and v in (0.0, 1.0) and _unclamped(t, self.reward_parse) not in (0.0, 1.0))
         n_failed = int(failed.sum())
         self.n_unit_scored += len(requests)
         self.n_unit_failures += n_failed
@@ -268,7 +304,8 @@ class _GenerativeRM(RewardModel):
         if self.reward_mode == "pointwise":
             d.update({"reward_generative": "pointwise", "unit_scored": self.n_unit_scored,
                       "unit_failures": self.n_unit_failures, "unit_clamped": self.n_unit_clamped,
-                      "unit_failure_score": self.reward_failure_score})
+                      "unit_failure_score": self.reward_failure_score,
+                      "unit_parse": self.reward_parse})
         return d
 
 
