@@ -258,10 +258,20 @@ POLICY_B = {p: _params_b(config["policies"][p], 0.5) for p in POLICIES}
 RM_B = {r: _params_b(rm_entry(r), 0.5) if kind_info(rm_entry(r)["kind"]).uses_gpu else 0.0 for r in RMS}
 
 
+# RMs whose input is a tokenized chat read by a classifier head (prbench.rms.classifier): the ones that
+# read scoring.add_special_tokens and scoring.truncation, on the benchmark and downstream.
+CLASSIFIER_INPUT = {
+    r: kind_info(rm_entry(r)["kind"]).needs_model and not kind_info(rm_entry(r)["kind"]).generates
+    for r in RMS
+}
+
+
 def scoring_params(rm):
     """The `scoring` keys a score_benchmark job reads: the lengths, and for pairwise RMs the judge's
     benchmark rules (order_seed, pairwise_parse, pairwise_failure; prbench.rms.generative)."""
     keys = ["max_length", "max_tokens_per_batch"]
+    if CLASSIFIER_INPUT[rm]:
+        keys += ["add_special_tokens", "truncation"]
     if kind_info(rm_entry(rm)["kind"]).pairwise:
         keys += ["order_seed", "pairwise_parse", "pairwise_failure"]
     return pick(config["scoring"], keys)
@@ -277,6 +287,7 @@ DOWNSTREAM_RM_SPEC = canon(
             {
                 "max_length": config["scoring"]["max_length"],
                 "max_tokens_per_batch": config["scoring"]["max_tokens_per_batch"],
+                **(pick(config["scoring"], ["add_special_tokens", "truncation"]) if CLASSIFIER_INPUT[r] else {}),
                 **rm_spec(r),
                 "seed": SEED,
                 "progress": False,

@@ -195,6 +195,18 @@ def test_pairwise_scoring_keys_reach_only_the_pairwise_judges_benchmark_jobs(scr
     assert jobs == {"score_benchmark": GENERATIVE}
 
 
+def test_classifier_input_keys_reach_only_the_classifiers_jobs(scratch, tmp_path):
+    """scoring.add_special_tokens and scoring.truncation: the classifier RMs' benchmark scoring and
+    their downstream reward jobs rerun, no other RM's."""
+    assert CLASSIFIERS
+    cfg = copy.deepcopy(DEMO)
+    cfg["scoring"].update(add_special_tokens=True, truncation="right")
+    jobs = _rm_jobs(scratch, cfg, tmp_path, "classifier_input")
+    assert jobs.get("score_benchmark") == CLASSIFIERS, jobs
+    for rule in ("score_bon", "train_ppo", "train_grpo"):
+        assert jobs.get(rule) == CLASSIFIERS, (rule, jobs)
+
+
 @pytest.mark.parametrize("reward,rerun", [
     ({"profile": "always"}, CLASSIFIERS),
     ({"generative": "pointwise"}, GENERATIVE),

@@ -126,3 +126,36 @@ def test_scores_identical_across_reloads(llama_dir):
     a = _rm(llama_dir, use_profile=True).score(reqs).scores
     b = _rm(llama_dir, use_profile=True).score(reqs).scores
     np.testing.assert_array_equal(a, b)
+
+
+def test_special_tokens_and_right_truncation_keys(tmp_path):
+    """scoring.add_special_tokens: the rendered chat tokenized with the tokenizer's special tokens
+    on top (the authors': a Llama-3 template that starts with BOS gets it twice) or without (one
+    BOS). scoring.truncation: `right` keeps every post and cuts the tokenized input's right end
+    (the answer's tail), `fit` drops posts and keeps the answer."""
+    from prbench.replica.rms import build_seqcls_replica
+
+    path = build_seqcls_replica(tmp_path / "llama3", family="llama3", seed=0)
+    req = ScoreRequest("What should I plant?", "Try tomatoes.", POSTS)
+    one, two = _rm(path, use_profile=True), _rm(path, use_profile=True, add_special_tokens=True)
+    bos = one.tokenizer.bos_token_id
+    ids1, ids2 = one.encode([req])[0]["input_ids"], two.encode([req])[0]["input_ids"]
+    assert ids1[0] == bos and ids1[1] != bos
+    assert ids2[:2] == [bos, bos] and ids2[1:] == ids1
+    assert np.isfinite(two.score([req]).scores[0]) and two.score([req]).scores[0] != one.score([req]).scores[0]
+
+    long_answer = "tomatoes " * 60
+    req = ScoreRequest("What should I plant?", long_answer, POSTS)
+    full = one.encode([req])[0]["input_ids"]
+    limit = len(full) - 40
+    fit = _rm(path, use_profile=True, max_length=limit)
+    right = _rm(path, use_profile=True, max_length=limit, truncation="right")
+    f_ids, r_ids = fit.encode([req])[0]["input_ids"], right.encode([req])[0]["input_ids"]
+    assert len(f_ids) <= limit and r_ids == full[:limit]
+    assert fit.diagnostics()["profile_posts_dropped"] > 0 and right.diagnostics()["profile_posts_dropped"] == 0
+    assert right.diagnostics()["truncated_inputs"] == 1
+    assert "Seedlings" in right.tokenizer.decode(r_ids) and "Seedlings" not in fit.tokenizer.decode(f_ids)
+    assert long_answer.strip() in fit.tokenizer.decode(f_ids)  # fit keeps the whole answer
+    assert long_answer.strip() not in right.tokenizer.decode(r_ids)  # right cuts its tail
+    with pytest.raises(ValueError, match="scoring.truncation"):
+        _rm(path, truncation="left")

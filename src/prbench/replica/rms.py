@@ -67,7 +67,7 @@ _CORPUS = ("Here are some of my previous posts I spent the weekend on gardening 
 
 def family_tokenizer(family: str, pad: bool = True, vocab_size: int = 600):
     """A byte-level BPE tokenizer with a family's special tokens and chat template."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
     f = FAMILIES[family]
@@ -77,6 +77,11 @@ def family_tokenizer(family: str, pad: bool = True, vocab_size: int = 600):
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=f["specials"], show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tk.train_from_iterator([_CORPUS] * 4, trainer)
+    if f.get("bos"):  # as the real tokenizers: encoding with special tokens puts BOS first (Llama-3's
+        # TemplateProcessing, InternLM2's add_bos_token), also in front of a template that has one
+        bos_id = tk.token_to_id(f["bos"])
+        tk.post_processor = processors.TemplateProcessing(
+            single=f"{f['bos']} $A", pair=f"{f['bos']} $A {f['bos']}:1 $B:1", special_tokens=[(f["bos"], bos_id)])
     kw = {k: f[k] for k in ("bos", "unk") if f.get(k)}
     kw = {f"{k}_token": v for k, v in kw.items()}
     if pad:

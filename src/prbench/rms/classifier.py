@@ -9,11 +9,19 @@ suffix, e.g. the reward token). Tokenizers with no chat template (the MiniLM cro
 demo) get a text / text_pair encoding of the user turn and the answer. The same encoder builds the
 training inputs of the demo RMs (prbench.training.rm), so training and scoring see identical tokens.
 
-Over-long inputs never lose the answer: the lowest-ranked profile posts go first, then the user
-turn is cut from the left; only an answer longer than `max_length` on its own is cut, from the
-left, keeping its end and the end-of-turn token. Padding uses one pad id for the tokenizer and
-the model config, never the input's last token, so the score is read at the last real token
-whatever the batching.
+With a chat template the rendered text is tokenized without special tokens (one BOS, the
+template's), or with them under `scoring.add_special_tokens: true` (the authors': a template that
+starts with BOS gets a second one).
+
+Over-long inputs (`scoring.truncation: fit`, the default) never lose the answer: the lowest-ranked
+profile posts go first, then the user turn is cut from the left; only an answer longer than
+`max_length` on its own is cut, from the left, keeping its end and the end-of-turn token. Under
+`truncation: right` (the authors' tokenizer truncation) every post stays and the tokenized chat
+is cut at its right end, the answer's tail first (an appended reward token stays last).
+Tokenizers without a chat template always use the text-pair encoding's `longest_first` cut.
+
+Padding uses one pad id for the tokenizer and the model config, never the input's last token, so
+the score is read at the last real token whatever the batching.
 """
 from __future__ import annotations
 
@@ -65,13 +73,19 @@ class ClassifierEncoder:
     """Turns a ScoreRequest into token ids (plus token_type_ids for text-pair encoders)."""
 
     def __init__(self, tokenizer, use_profile: bool, top_k: int | None, max_length: int,
-                 suffix: Sequence[int] = (), layout: str = "block"):
+                 suffix: Sequence[int] = (), layout: str = "block", add_special_tokens: bool = False,
+                 truncation: str = "fit"):
         self.tok = tokenizer
         self.use_profile = use_profile
         self.layout = layout  # where the profile goes (prompts.PROFILE_LAYOUTS; RM spec key profile_layout)
         self.top_k = top_k
         self.max_length = int(max_length)
         self.suffix = list(suffix)  # appended after the rendered chat (the reward token)
+        # scoring.add_special_tokens: the tokenizer's special tokens added on top of the rendered template
+        self.add_special = bool(add_special_tokens)
+        if truncation not in ("fit", "right"):
+            raise ValueError(f"scoring.truncation {truncation!r}: expected fit or right")
+        self.truncation = truncation  # scoring.truncation (module docstring)
         self.pair_mode = not bool(getattr(tokenizer, "chat_template", None))
         if self.pair_mode and self.suffix:
             raise ValueError("an RM whose score is read at an appended token needs a tokenizer with a chat template")
@@ -88,7 +102,7 @@ class ClassifierEncoder:
     def _chat_ids(self, req: ScoreRequest, posts: list[str], k: int) -> list[int]:
         r = ScoreRequest(req.question, req.answer, tuple(posts[:k]), tuple(req.categories[:k]))
         text = prompts.render_chat(self.tok, prompts.rm_messages(r, self.use_profile, None, self.layout))
-        return self.tok(text, add_special_tokens=False, verbose=False)["input_ids"] + self.suffix
+        return self.tok(text, add_special_tokens=self.add_special, verbose=False)["input_ids"] + self.suffix
 
     def _cut_question(self, req: ScoreRequest) -> tuple[list[int], str]:
         """No profile post left and still too long: cut the question from the left (marked by an
@@ -118,7 +132,7 @@ class ClassifierEncoder:
             user = prompts.rm_messages(ScoreRequest(req.question, "", tuple(posts[:k]), tuple(req.categories[:k])),
                                        self.use_profile, None, self.layout)[:1]
             text = prompts.render_chat(self.tok, user, add_generation_prompt=True)
-            ids = self.tok(text, add_special_tokens=False, verbose=False)["input_ids"]
+            ids = self.tok(text, add_special_tokens=self.add_special, verbose=False)["input_ids"]
             if len(self._prompt_cache) > 4096:
                 self._prompt_cache.clear()
             self._prompt_cache[key] = ids
@@ -144,6 +158,14 @@ class ClassifierEncoder:
 
             _, k, too_long = fit_profile(enc_k, len(posts), self.max_length)
             feat = self._pair_enc(req, posts, k, truncate=True) if too_long else cache[k]
+        elif self.truncation == "right":  # every post kept; the tokenized input cut at its right end
+            ids, k = self._chat_ids(req, posts, len(posts)), len(posts)
+            too_long = len(ids) > self.max_length
+            if too_long:  # the reward token (if any) stays last
+                keep = self.max_length - len(self.suffix)
+                ids = ids[:-len(self.suffix)][:keep] + self.suffix if self.suffix else ids[:keep]
+            prefix_len = 0 if too_long else common_prefix_len(ids, self._prompt_ids(req, posts, k))
+            feat = {"input_ids": ids, "prefix_len": prefix_len}
         else:
             ids, k, too_long = fit_profile(lambda k: self._chat_ids(req, posts, k), len(posts), self.max_length)
             question = req.question
@@ -187,7 +209,8 @@ class ClassifierRM(RewardModel):
         self.progress = bool(spec["progress"])
         self.profile_layout = str(spec.get("profile_layout", "block"))  # rms.reward_spec sets "after_question"
         self.encoder = ClassifierEncoder(tokenizer, self.use_profile, self.top_k, self.max_length,
-                                         self.adapter.suffix_ids(model), self.profile_layout)
+                                         self.adapter.suffix_ids(model), self.profile_layout,
+                                         bool(spec["add_special_tokens"]), str(spec["truncation"]))
         self.pad_id = self._agree_pad_id()
         self.n_scored = 0
         self.prefix = self._prefix_scorer(bool(spec["prefix_cache"]) and self.adapter.prefix_cache)

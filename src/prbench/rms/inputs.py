@@ -18,11 +18,13 @@ def spec_with_defaults(spec: dict, kind: str) -> dict:
     """An RM spec with every default filled, so the RM classes read spec[key]: the schema's
     `reward_models.*` entry defaults, and for the runtime keys the rules add beside the entry
     (rules/common.smk rm_spec, DOWNSTREAM_RM_SPEC) the schema's `scoring` defaults of
-    max_length / max_tokens_per_batch; a direct caller's spec without a name, seed or progress gets
+    max_length / max_tokens_per_batch /
+    add_special_tokens / truncation; a direct caller's spec without a name, seed or progress gets
     the kind's name, seed 0 and progress bars. Idempotent."""
     scoring = entry_with_defaults({}, "scoring")
     runtime = {"name": kind, "seed": 0, "progress": True, "max_length": scoring["max_length"],
-               "max_tokens_per_batch": scoring["max_tokens_per_batch"]}
+               "max_tokens_per_batch": scoring["max_tokens_per_batch"],
+               "add_special_tokens": scoring["add_special_tokens"], "truncation": scoring["truncation"]}
     return {**runtime, **entry_with_defaults(spec, "reward_models.*")}
 
 

@@ -190,7 +190,9 @@ def score_benchmark(bench_path: str | Path, spec: dict, pairs_out: str | Path, a
                     "max_tokens_per_batch": scoring["max_tokens_per_batch"],
                     # the pairwise judge's benchmark rules (rms.generative); other kinds ignore them
                     "order_seed": scoring["order_seed"], "pairwise_parse": scoring["pairwise_parse"],
-                    "pairwise_failure": scoring["pairwise_failure"], **spec}
+                    "pairwise_failure": scoring["pairwise_failure"],
+                    # classifier input rules (rms.classifier); other kinds ignore them
+                    "add_special_tokens": scoring["add_special_tokens"], "truncation": scoring["truncation"], **spec}
         rm = load_reward_model(run_spec)
     log.info("RM %s (%s) on %s: %d pairs from %s", spec.get("name"), spec.get("kind"), bench, len(rows), bench_path)
     t0 = time.perf_counter()
