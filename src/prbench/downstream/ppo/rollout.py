@@ -19,6 +19,7 @@ lifetime changes: one copy during generation, none during training.
 from __future__ import annotations
 
 import contextlib
+import copy
 from typing import Sequence
 
 import torch
@@ -102,9 +103,10 @@ def generate_ids(model, queries, pad_token_id, generation_config) -> torch.Tenso
     context_length = queries.shape[1]
     attention_mask = queries != pad_token_id
     input_ids = torch.masked_fill(queries, ~attention_mask, 0)
-    out = model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=generation_config,
-                         return_dict_in_generate=True, output_scores=False)
-    return torch.cat((queries, out.sequences[:, context_length:]), dim=1)
+    config = copy.deepcopy(generation_config)  # trl's config asks for nothing else; made explicit here
+    config.return_dict_in_generate, config.output_scores, config.output_logits = False, False, False
+    sequences = model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config)
+    return torch.cat((queries, sequences[:, context_length:]), dim=1)
 
 
 @torch.no_grad()
