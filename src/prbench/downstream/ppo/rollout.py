@@ -96,7 +96,7 @@ def releasing_rollout_scores(enabled: bool = True):
 
 
 # ---------------------------------------------------------------------------------------------
-# The new path: token ids in full generation chunks, logprobs from a forward pass (issue 23)
+# The new path: token ids in full generation chunks, logprobs from a forward pass
 # ---------------------------------------------------------------------------------------------
 def generate_ids(model, queries, pad_token_id, generation_config) -> torch.Tensor:
     """trl's `generate` without the per-token scores: query + response token ids only."""
