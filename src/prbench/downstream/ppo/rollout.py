@@ -103,7 +103,8 @@ def generate_ids(model, queries, pad_token_id, generation_config) -> torch.Tenso
     context_length = queries.shape[1]
     attention_mask = queries != pad_token_id
     input_ids = torch.masked_fill(queries, ~attention_mask, 0)
-    config = copy.deepcopy(generation_config)  # trl's config asks for nothing else; made explicit here
+    config = copy.deepcopy(generation_config)  # a copy: trl's own config is left as it is
+    # ids only: no per-step scores or logits kept, a plain tensor of sequences back
     config.return_dict_in_generate, config.output_scores, config.output_logits = False, False, False
     sequences = model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config)
     return torch.cat((queries, sequences[:, context_length:]), dim=1)
