@@ -226,3 +226,24 @@ def test_response_logits_without_logits_to_keep_are_the_same(setup):
     want = response_logits(model, qr, ctx, tok.pad_token_id, 0.5)
     assert wrapped.calls == 1 and got.shape == (3, qr.shape[1] - ctx, model.config.vocab_size)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+
+
+@torch.no_grad()
+def test_sampled_rollouts_in_the_same_chunks_equal_todays_for_the_same_seed(setup):
+    """What holds for sampled rollouts: with the generation chunk equal to trl's chunk the new path
+    draws the same random numbers in the same order, so the same seed gives the same token ids (a
+    larger generation chunk draws them in another order: other, equally distributed, tokens)."""
+    from trl.experimental.ppo.ppo_trainer import batch_generation
+
+    _, policy = setup
+    model, tok, queries = _model_and_queries(policy)
+    torch.manual_seed(7)
+    qr_old, _ = batch_generation(model, queries, 3, tok.pad_token_id, _gen_config(True))
+    torch.manual_seed(7)
+    qr_new, _ = ids_batch_generation(model, queries, 3, tok.pad_token_id, _gen_config(True), forward_chunk=3,
+                                     temperature=1.0)
+    assert torch.equal(qr_new, qr_old)
+    torch.manual_seed(7)
+    qr_one_call, _ = ids_batch_generation(model, queries, 8, tok.pad_token_id, _gen_config(True), forward_chunk=3,
+                                          temperature=1.0)
+    assert not torch.equal(qr_one_call, qr_old)  # sampling is live: another draw order gives other tokens

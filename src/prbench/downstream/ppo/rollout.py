@@ -19,6 +19,7 @@ lifetime changes: one copy during generation, none during training.
 from __future__ import annotations
 
 import contextlib
+import copy
 from typing import Sequence
 
 import torch
@@ -95,16 +96,18 @@ def releasing_rollout_scores(enabled: bool = True):
 
 
 # ---------------------------------------------------------------------------------------------
-# The new path: token ids in full generation chunks, logprobs from a forward pass (issue 23)
+# The new path: token ids in full generation chunks, logprobs from a forward pass
 # ---------------------------------------------------------------------------------------------
 def generate_ids(model, queries, pad_token_id, generation_config) -> torch.Tensor:
     """trl's `generate` without the per-token scores: query + response token ids only."""
     context_length = queries.shape[1]
     attention_mask = queries != pad_token_id
     input_ids = torch.masked_fill(queries, ~attention_mask, 0)
-    out = model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=generation_config,
-                         return_dict_in_generate=True, output_scores=False)
-    return torch.cat((queries, out.sequences[:, context_length:]), dim=1)
+    config = copy.deepcopy(generation_config)  # a copy: trl's own config is left as it is
+    # ids only: no per-step scores or logits kept, a plain tensor of sequences back
+    config.return_dict_in_generate, config.output_scores, config.output_logits = False, False, False
+    sequences = model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config)
+    return torch.cat((queries, sequences[:, context_length:]), dim=1)
 
 
 @torch.no_grad()
