@@ -100,6 +100,8 @@ SKIP = [
     Skip(("demo",), ("reward.generative_max_new_tokens", "reward.generative_failure_score",
                           "reward.generative_parse"),
          "read under reward.generative pointwise only; the demo scores generative RMs round_robin"),
+    Skip(("demo",), "reward.profile_join", "read under reward.profile always only; the demo's RMs read the profile "
+                                           "as on the benchmark (as_benchmark)"),
     Skip(("paper",), "judge.aspect_format", "numbered is refused with config.yaml's judge.aggregate mean_found "
                                             "(check_config); judge.aggregate's own edit covers the pair"),
     Skip(("paper",), "policies.*.path", "the edit's other model (an 8B RM's) does not fit GRPO's memory plan on "

@@ -292,6 +292,8 @@ def test_reward_spec_profile_rule_by_kind():
     assert reward_spec(cls, {"profile": "as_benchmark"}) == cls
     always = reward_spec(cls, {"profile": "always"})
     assert always == {**cls, "use_profile": True, "profile_layout": "after_question"}
+    joined = reward_spec(cls, {"profile": "always", "profile_join": "authors"})
+    assert joined == {**cls, "use_profile": True, "profile_layout": "appended"}
     for other in ({"name": "l", "kind": "length"}, {"name": "g", "kind": "generative_pairwise", "path": "x"}):
         assert reward_spec(other, {"profile": "always"}) == other
     with pytest.raises(ConfigError, match="reward"):
@@ -314,6 +316,30 @@ def test_profile_always_gives_a_profile_free_classifier_the_question_then_the_po
     assert tok.decode(plain.encoder.encode(req)["input_ids"]).startswith("<|user|>What should I do this weekend?</s>")
     s_plain, s_always = plain.score([req]).scores[0], rm.score([req]).scores[0]
     assert s_plain != s_always  # the posts reach the model
+
+
+def test_profile_join_authors_appends_the_posts_unseparated_and_unstripped(tmp_path):
+    """reward.profile_join: authors: their `query + profile` (BoN/score.py), the question as given
+    directly followed by the formatted posts, nothing stripped; blank_line strips and separates."""
+    path = tiny_llama_classifier(tmp_path / "cls")
+    bench = {"name": "c", "kind": "classifier", "path": str(path), "use_profile": False, "progress": False}
+    req = ScoreRequest("What should I do this weekend? ", "You could try cycling.",
+                       (" I ride my bike daily.\n", "New gears arrived."), ("Sports", "Hobbies"))
+    authors = load_reward_model(reward_spec(bench, {"profile": "always", "profile_join": "authors"}))
+    project = load_reward_model(reward_spec(bench, {"profile": "always"}))
+    posts = ("Post 1 (Category: Sports):\n I ride my bike daily.\n\n"
+             "Post 2 (Category: Hobbies):\nNew gears arrived.")
+    want = "What should I do this weekend? " + posts
+    assert P.user_turn(req.question, req.profile, True, None, "appended", req.categories) == want
+    assert P.user_turn(req.question, req.profile, True, None, "after_question", req.categories) == (
+        "What should I do this weekend?\n\nPost 1 (Category: Sports):\nI ride my bike daily.\n"
+        "Post 2 (Category: Hobbies):\nNew gears arrived.")
+    tok = authors.tokenizer
+    assert tok.decode(authors.encoder.encode(req)["input_ids"]) == P.render_chat(
+        tok, [{"role": "user", "content": want}, {"role": "assistant", "content": "You could try cycling."}])
+    assert authors.score([req]).scores[0] != project.score([req]).scores[0]
+    with pytest.raises(ConfigError, match="profile_join"):
+        reward_spec(bench, {"profile": "always", "profile_join": "comma"})
 
 
 

@@ -142,13 +142,14 @@ def fill(template: str, **values: str) -> str:
 
 
 def render_profile(profile: Sequence[str], categories: Sequence[str] = (), top_k: int | None = None,
-                   post_format: str | None = None) -> str:
-    """The top-k posts in rank order, each through the post format ({i} from 1, {category}, {text})."""
+                   post_format: str | None = None, strip: bool = True) -> str:
+    """The top-k posts in rank order, each through the post format ({i} from 1, {category}, {text});
+    each post's text stripped of surrounding whitespace unless `strip` is false."""
     posts = list(profile)[: top_k if top_k is not None else len(profile)]
     cats = list(categories)
     fmt = post_format if post_format is not None else active_templates().post_format
     return "\n".join(fmt.format(i=i, category=(cats[i - 1] if i - 1 < len(cats) and cats[i - 1] else UNKNOWN_CATEGORY),
-                                text=p.strip()) for i, p in enumerate(posts, 1))
+                                text=p.strip() if strip else p) for i, p in enumerate(posts, 1))
 
 
 def profile_block(profile: Sequence[str], top_k: int | None = None) -> str:
@@ -165,8 +166,11 @@ def profile_block(profile: Sequence[str], top_k: int | None = None) -> str:
 #   and PPO/reward_server.py give a discriminative RM the user turn `query + profile`, the question
 #   string directly followed (no separator) by the top-k posts, each "Post i (Category: c):\ntext",
 #   joined by newlines (BoN/sample.py format_profile); the answer is the assistant turn. Mirrored here
-#   with the project's formatting: the question, a blank line, the posts through `prompts.post_format`.
-PROFILE_LAYOUTS = ("block", "after_question")
+#   with the project's formatting: the question, a blank line, the posts through `prompts.post_format`
+#   (`reward.profile_join: blank_line`);
+#   "appended" (`reward.profile_join: authors`): their join exactly, the question as given directly
+#   followed by the posts through `prompts.post_format`, nothing stripped.
+PROFILE_LAYOUTS = ("block", "after_question", "appended")
 
 
 def user_turn(question: str, profile: Sequence[str] = (), use_profile: bool = True, top_k: int | None = None,
@@ -179,6 +183,8 @@ def user_turn(question: str, profile: Sequence[str] = (), use_profile: bool = Tr
     if layout == "after_question":
         posts = render_profile(profile, categories, top_k) if use_profile else ""
         return f"{question.strip()}\n\n{posts}" if posts else question.strip()
+    if layout == "appended":
+        return question + (render_profile(profile, categories, top_k, strip=False) if use_profile else "")
     block = profile_block(profile, top_k) if use_profile else ""
     return f"{block}{question.strip()}"
 

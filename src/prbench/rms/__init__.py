@@ -58,7 +58,9 @@ def reward_spec(spec: dict, reward: dict | None) -> dict:
     - `reward.profile: always` (the authors' BoN/score.py, PPO/reward_server.py: every
       discriminative RM reads `query + profile`, the top-k posts formatted and appended after the
       question): each classifier kind (a model, no generation, can read the profile) gets
-      `use_profile: true` and `profile_layout: after_question` (prompts.user_turn).
+      `use_profile: true` and `profile_layout: after_question` (prompts.user_turn: the stripped
+      question, a blank line, the stripped posts), or `appended` under `reward.profile_join: authors`
+      (their `query + profile`: the question directly followed by the posts, nothing stripped).
     - `reward.generative: pointwise` (the authors: each answer scored alone on a 0-1 scale, greedy,
       10 new tokens, an unparseable reply = 0.5): each generating kind gets `reward_generative`,
       `reward_max_new_tokens`, `reward_failure_score` and `reward_parse` (rms.generative)."""
@@ -69,7 +71,7 @@ def reward_spec(spec: dict, reward: dict | None) -> dict:
     out = dict(spec)
     if reward["profile"] == "always" and info.needs_model and not info.generates and info.can_read_profile:
         out["use_profile"] = True
-        out["profile_layout"] = "after_question"
+        out["profile_layout"] = "appended" if reward["profile_join"] == "authors" else "after_question"
     if reward["generative"] == "pointwise" and info.generates:
         out["reward_generative"] = "pointwise"
         out["reward_max_new_tokens"] = int(reward["generative_max_new_tokens"])
