@@ -273,7 +273,7 @@ def scoring_params(rm):
     if CLASSIFIER_INPUT[rm]:
         keys += ["add_special_tokens", "truncation"]
     if kind_info(rm_entry(rm)["kind"]).pairwise:
-        keys += ["order_seed", "pairwise_parse", "pairwise_failure"]
+        keys += ["order_seed", "order_rule", "pairwise_parse", "pairwise_failure"]
     return pick(config["scoring"], keys)
 
 

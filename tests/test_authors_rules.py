@@ -35,7 +35,7 @@ class RandomJudge(RewardModel):
     def score(self, requests):  # pragma: no cover - benchmark pairs go through compare()
         raise AssertionError
 
-    def compare(self, pairs):
+    def compare(self, pairs, groups=None):
         rng = random.Random(7)
         prefs, details = [], []
         for _ in pairs:

@@ -190,7 +190,8 @@ def _rm_jobs(wd: Path, cfg: dict, tmp_path: Path, name: str) -> dict[str, set[st
 def test_pairwise_scoring_keys_reach_only_the_pairwise_judges_benchmark_jobs(scratch, tmp_path):
     assert GENERATIVE and CLASSIFIERS
     cfg = copy.deepcopy(DEMO)
-    cfg["scoring"].update(order_seed=42, pairwise_parse="first_result", pairwise_failure="predict_a")
+    cfg["scoring"].update(order_seed=42, order_rule="sequential", pairwise_parse="first_result",
+                          pairwise_failure="predict_a")
     jobs = _rm_jobs(scratch, cfg, tmp_path, "pairwise_rules")
     assert jobs == {"score_benchmark": GENERATIVE}
 

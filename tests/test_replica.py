@@ -195,7 +195,8 @@ def test_replica_config_mirrors_paper_config():
     assert rep["bon"]["top_p"] == paper["bon"]["top_p"]
     # the authors' RM-side protocol: downstream reward input, pairwise benchmark rules
     assert rep["reward"] == paper["reward"]
-    for key in ("order_seed", "pairwise_parse", "pairwise_failure", "add_special_tokens", "truncation"):
+    for key in ("order_seed", "order_rule", "pairwise_parse", "pairwise_failure", "add_special_tokens",
+                "truncation"):
         assert rep["scoring"][key] == paper["scoring"][key], key
     assert {n: e.get("both_orders") for n, e in rep["reward_models"].items()} == \
         {n: e.get("both_orders") for n, e in paper["reward_models"].items()}

@@ -118,6 +118,35 @@ def test_pairwise_failure_rules_and_counts(lm_mute):
     assert np.isnan(wrong.prefs).all() and wrong.failures == len(pairs)
 
 
+def test_sequential_order_rule_reproduces_the_authors_draws_per_subset(lm_mute, tmp_path):
+    """scoring.order_rule: sequential: random.seed(42) then one random.random() < 0.5 per pair in
+    the file order, restarted per subset (their evaluation/pairwise.py runs per subset), written in
+    the pairs file's `chosen_is_a`; `hashed` stays the per-pair coin."""
+    import random
+
+    rows = make_pairs(20, seed=5)
+    for i, r in enumerate(rows):
+        r["subset"] = "S1" if i < 12 else "S2"
+    write_jsonl(tmp_path / "bench.jsonl", rows)
+    scoring = {"order_seed": 42, "order_rule": "sequential", "pairwise_parse": "first_result",
+               "pairwise_failure": "predict_a", "bootstrap": 10}
+    score_benchmark(tmp_path / "bench.jsonl", _spec(lm_mute), tmp_path / "s.pairs.jsonl", tmp_path / "s.acc.json",
+                    "personalized", seed=0, scoring=scoring)
+    got = [d["judge"]["chosen_is_a"] for d in read_jsonl(tmp_path / "s.pairs.jsonl")]
+    want = []
+    for n in (12, 8):
+        random.seed(42)
+        want += [[random.random() < 0.5] for _ in range(n)]
+    assert got == want
+    hashed = load_reward_model(_spec(lm_mute, order_seed=42)).compare(
+        [PairRequest(r["question"], r["chosen"], r["rejected"], tuple(r["profile"])) for r in rows])
+    assert [d["chosen_is_a"] for d in hashed.details] == [
+        [chosen_shown_first(42, PairRequest(r["question"], r["chosen"], r["rejected"], tuple(r["profile"])))]
+        for r in rows]
+    with pytest.raises(ValueError, match="scoring.order_rule"):
+        load_reward_model(_spec(lm_mute, order_rule="shuffled"))
+
+
 @pytest.mark.parametrize("rule", ["predict_a", "wrong"])
 def test_benchmark_accuracy_and_position_report_under_each_failure_rule(lm_mute, tmp_path, rule):
     rows = make_pairs(16, seed=4)

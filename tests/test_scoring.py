@@ -34,7 +34,7 @@ class PairwiseFake(RewardModel):
     def score(self, requests):  # pragma: no cover - must not be used for benchmark pairs
         raise AssertionError("pairwise RMs are scored with compare()")
 
-    def compare(self, pairs):
+    def compare(self, pairs, groups=None):
         self.calls.append(len(pairs))
         prefs = np.array([1.0, 0.5, np.nan, 0.0][: len(pairs)])
         return CompareOutput(prefs=prefs, failures=int(np.isnan(prefs).sum()),

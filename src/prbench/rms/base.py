@@ -53,7 +53,7 @@ class RewardModel(ABC):
     def score(self, requests: Sequence[ScoreRequest]) -> ScoreOutput:
         """Score each response independently."""
 
-    def compare(self, pairs: Sequence[PairRequest]) -> CompareOutput:
+    def compare(self, pairs: Sequence[PairRequest], groups: Sequence | None = None) -> CompareOutput:
         """Default: score chosen and rejected pointwise; chosen must be strictly higher."""
         reqs = [ScoreRequest(p.question, p.chosen, p.profile) for p in pairs]
         reqs += [ScoreRequest(p.question, p.rejected, p.profile) for p in pairs]

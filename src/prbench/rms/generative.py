@@ -41,6 +41,7 @@ authors), leaving room for the reasoning before the verdict.
 from __future__ import annotations
 
 import logging
+import random
 import re
 from typing import Callable, Sequence
 
@@ -162,6 +163,9 @@ def parse_score(text: str) -> float:
         return float("nan")
     m = _SCORE_RE.search(text) or _BARE_NUMBER_RE.match(text)
     return float(m.group(1)) if m else float("nan")
+
+
+ORDER_RULES = ("hashed", "sequential")
 
 
 def chosen_shown_first(seed: int, pair: PairRequest) -> bool:
@@ -317,6 +321,10 @@ class GenerativePairwiseRM(_GenerativeRM):
         super().__init__(spec, model, tokenizer)
         self.both_orders = bool(self.spec["both_orders"])
         self.order_seed = self.spec.get("order_seed")  # scoring.order_seed; None = the config seed
+        self.order_rule = str(self.spec["order_rule"])  # scoring.order_rule
+        if self.order_rule not in ORDER_RULES:
+            raise ValueError(f"RM {self.name}: order_rule {self.order_rule!r} (config key scoring.order_rule): "
+                             f"expected one of {ORDER_RULES}")
         self.pairwise_parse = str(self.spec.get("pairwise_parse") or "last_verdict")
         self.pairwise_failure = str(self.spec.get("pairwise_failure") or "wrong")
         if self.pairwise_parse not in PAIRWISE_PARSERS:
@@ -344,11 +352,30 @@ class GenerativePairwiseRM(_GenerativeRM):
         """The seeded order of a pair (`chosen_shown_first` with `order_seed`, else the config seed)."""
         return chosen_shown_first(self.seed if self.order_seed is None else int(self.order_seed), pair)
 
-    def compare(self, pairs: Sequence[PairRequest]) -> CompareOutput:
+    def _orders(self, pairs: Sequence[PairRequest], groups: Sequence | None) -> list[bool]:
+        """Chosen shown as A, per pair: `hashed` (`chosen_first`, independent of the file order) or
+        `sequential` (the authors': `random.Random(order_seed)` drawn once per pair, `< 0.5` = chosen
+        first, in the given order, restarted for each group (a benchmark subset: their script runs
+        per subset))."""
+        if self.order_rule == "hashed":
+            return [self.chosen_first(p) for p in pairs]
+        seed = self.seed if self.order_seed is None else int(self.order_seed)
+        rngs: dict = {}
+        out = []
+        for i in range(len(pairs)):
+            g = None if groups is None else groups[i]
+            rng = rngs.setdefault(g, random.Random(seed))
+            out.append(rng.random() < 0.5)
+        return out
+
+    def compare(self, pairs: Sequence[PairRequest], groups: Sequence | None = None) -> CompareOutput:
+        """Judge each pair (both orders, or one: `_orders`); `groups` (e.g. each pair's subset, in
+        file order) restarts the sequential order draw per group."""
         jobs: list[tuple[int, bool]] = []  # (pair index, chosen shown as A)
         prompt_ids: list[list[int]] = []
+        shown = None if self.both_orders else self._orders(pairs, groups)
         for i, p in enumerate(pairs):
-            orders = [True, False] if self.both_orders else [self.chosen_first(p)]
+            orders = [True, False] if self.both_orders else [shown[i]]
             posts = self._posts(p.profile)
             for chosen_is_a in orders:
                 a, b = (p.chosen, p.rejected) if chosen_is_a else (p.rejected, p.chosen)
@@ -476,7 +503,7 @@ class GenerativePairwiseRM(_GenerativeRM):
 
     def diagnostics(self) -> dict:
         d = self._base_diagnostics()
-        d.update({"both_orders": self.both_orders, "order_seed": self.order_seed,
+        d.update({"both_orders": self.both_orders, "order_seed": self.order_seed, "order_rule": self.order_rule,
                   "pairwise_parse": self.pairwise_parse, "pairwise_failure": self.pairwise_failure,
                   "pairs": self.n_pairs, "pair_failures": self.n_pair_failures,
                   "position_bias_a_rate": self.n_pick_a / self.n_parsed if self.n_parsed else None,

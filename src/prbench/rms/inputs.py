@@ -24,7 +24,8 @@ def spec_with_defaults(spec: dict, kind: str) -> dict:
     scoring = entry_with_defaults({}, "scoring")
     runtime = {"name": kind, "seed": 0, "progress": True, "max_length": scoring["max_length"],
                "max_tokens_per_batch": scoring["max_tokens_per_batch"],
-               "add_special_tokens": scoring["add_special_tokens"], "truncation": scoring["truncation"]}
+               "add_special_tokens": scoring["add_special_tokens"], "truncation": scoring["truncation"],
+               "order_rule": scoring["order_rule"]}
     return {**runtime, **entry_with_defaults(spec, "reward_models.*")}
 
 

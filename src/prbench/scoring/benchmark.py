@@ -87,7 +87,8 @@ def score_pairs(rm, rows: Sequence[dict]) -> tuple[list[dict], dict]:
     extra: list[dict] = [{} for _ in rows]
     if getattr(rm, "pairwise", False):
         out = rm.compare([PairRequest(r["question"], r["chosen"], r["rejected"], tuple(r["profile"]),
-                                      tuple(r.get("profile_categories", ()))) for r in rows])
+                                      tuple(r.get("profile_categories", ()))) for r in rows],
+                         groups=[r["subset"] for r in rows])  # the file order, per subset (order_rule)
         prefs = np.asarray(out.prefs, dtype=float)
         sc, sr = prefs, 1.0 - prefs
         for e, d in zip(extra, out.details or [{}] * len(rows)):
@@ -189,7 +190,8 @@ def score_benchmark(bench_path: str | Path, spec: dict, pairs_out: str | Path, a
         run_spec = {"seed": seed, "max_length": scoring["max_length"],
                     "max_tokens_per_batch": scoring["max_tokens_per_batch"],
                     # the pairwise judge's benchmark rules (rms.generative); other kinds ignore them
-                    "order_seed": scoring["order_seed"], "pairwise_parse": scoring["pairwise_parse"],
+                    "order_seed": scoring["order_seed"], "order_rule": scoring["order_rule"],
+                    "pairwise_parse": scoring["pairwise_parse"],
                     "pairwise_failure": scoring["pairwise_failure"],
                     # classifier input rules (rms.classifier); other kinds ignore them
                     "add_special_tokens": scoring["add_special_tokens"], "truncation": scoring["truncation"], **spec}
