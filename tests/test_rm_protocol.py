@@ -404,3 +404,18 @@ def test_config_check_refuses_pointwise_reward_without_its_prompt(tmp_path):
         validate_config(cfg)
     (tmp_path / "reward_user.txt").write_text("{question} {answer}")
     validate_config(cfg)
+
+
+def test_strip_answers_key_reaches_the_rubric_prompt_and_the_reward_input():
+    """prompts.strip_answers: true strips a generated answer for the judge and the RM; false (the
+    authors') keeps it as generated."""
+    keep = P.load_templates({"templates": "default", "strip_answers": False})
+    strip = P.load_templates({"templates": "default"})
+    answer = "  Try cycling.\n"
+    assert P.answer_text(answer, keep) == answer and P.answer_text(answer, strip) == "Try cycling."
+    user = lambda tpl: P.rubric_messages("Q?", answer, ["Aspect"], tpl, "joined", True)[-1]["content"]  # noqa: E731
+    assert answer in user(keep) and answer not in user(strip) and "Try cycling." in user(strip)
+    P.configure({"templates": "default", "strip_answers": False})
+    assert P.answer_text(answer) == answer
+    P.configure({"templates": "default"})
+    assert P.answer_text(answer) == "Try cycling."

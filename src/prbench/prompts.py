@@ -66,6 +66,7 @@ class PromptTemplates:
     texts: tuple[tuple[str, str | None], ...]
     post_format: str = AUTHORS_POST_FORMAT
     origin: str = ""
+    strip_answers: bool = True  # config key prompts.strip_answers (`answer_text`)
 
     def get(self, role: str) -> str | None:
         return dict(self.texts).get(role)
@@ -104,7 +105,7 @@ def load_templates(prompts_cfg: dict | None = None) -> PromptTemplates:
     except (KeyError, IndexError, ValueError) as e:
         raise ValueError(f"config key prompts.post_format: {fmt!r} is not a format with {{i}}, {{category}}, "
                          f"{{text}} ({e})") from None
-    return PromptTemplates(tuple(texts.items()), fmt, str(folder))
+    return PromptTemplates(tuple(texts.items()), fmt, str(folder), bool(cfg["strip_answers"]))
 
 
 _ACTIVE: PromptTemplates | None = None
@@ -117,6 +118,13 @@ def configure(prompts_cfg: dict | None) -> PromptTemplates:
     global _ACTIVE
     _ACTIVE = load_templates(prompts_cfg)
     return _ACTIVE
+
+
+def answer_text(text: str, templates: PromptTemplates | None = None) -> str:
+    """A generated answer as the RM, the judge and the policy tables see it: stripped of surrounding
+    whitespace (`prompts.strip_answers: true`, the project's) or as generated (false, the authors')."""
+    tpl = templates or active_templates()
+    return text.strip() if tpl.strip_answers else text
 
 
 def active_templates() -> PromptTemplates:
@@ -302,7 +310,7 @@ def rubric_messages(question: str, answer: str, aspects: Sequence[str],
     if user is None:
         raise FileNotFoundError(f"config key prompts.templates: {tpl.origin!r} has no {role}.txt "
                                 f"(needed by judge.aspect_format={aspect_format!r})")
-    values = dict(question=question.strip(), answer=answer.strip(),
+    values = dict(question=question.strip(), answer=answer_text(answer, tpl),
                   aspects=rubric_aspects_text(aspects, aspect_format))
     msgs = []
     if system_turn:

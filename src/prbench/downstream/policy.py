@@ -181,7 +181,7 @@ def generate_answers(model, tokenizer, prompts: Sequence[dict], n: int = 1, temp
                                  generation_config=gen_cfg, **kw)
         dec = tok.batch_decode(gen[:, width:], skip_special_tokens=True)
         for (i, j), t in zip(batch, dec):
-            out[i][j] = t.strip()
+            out[i][j] = P.answer_text(t)
     if greedy:
         for row in out:
             row[1:] = [row[0]] * (n - 1)
@@ -212,4 +212,4 @@ def generate_answers_vllm(path: str, prompts: Sequence[dict], n: int = 1, temper
                              **sampling)
               for i, r in enumerate(prompts)]
     outs = llm.generate(texts, params, use_tqdm=True)  # pragma: no cover
-    return [[o.text.strip() for o in res.outputs] for res in outs]  # pragma: no cover
+    return [[P.answer_text(o.text) for o in res.outputs] for res in outs]  # pragma: no cover

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..prompts import ScoreRequest, policy_messages, render_chat
+from ..prompts import ScoreRequest, answer_text, policy_messages, render_chat
 
 log = logging.getLogger("prbench.downstream.reward_adapter")
 
@@ -168,7 +168,7 @@ class RewardAdapter(nn.Module):
                 text = self.tokenizer.decode(seq[:80])
                 raise KeyError(f"PPO query in batch row {r} is not one of the training prompts: {text!r}...") from None
             prompt = self.index.rows[idx]
-            answer = self.tokenizer.decode(seq[plen:], skip_special_tokens=True).strip()
+            answer = answer_text(self.tokenizer.decode(seq[plen:], skip_special_tokens=True))
             out.append(ScoreRequest(question=prompt["question"], answer=answer,
                                     profile=tuple(prompt.get("profile", [])),
                                     categories=tuple(prompt.get("profile_categories", ()))))

@@ -63,7 +63,7 @@ from ...config import entry_with_defaults
 from ...generation import neutral_fields, neutralize
 from ...io import read_json, read_jsonl, write_csv, write_json, write_jsonl
 from ...models import save_pretrained_atomic
-from ...prompts import ScoreRequest
+from ...prompts import ScoreRequest, answer_text
 from ...rms import load_reward_model
 from ...seeding import seed_everything, stable_seed
 from ..checkpoints import (
@@ -123,7 +123,7 @@ class RewardFunction:
         requests = []
         for i, text in zip(row_index, completions):
             row = self.rows[int(i)]
-            requests.append(ScoreRequest(question=row["question"], answer=str(text).strip(),
+            requests.append(ScoreRequest(question=row["question"], answer=answer_text(str(text)),
                                          profile=tuple(row.get("profile", [])),
                                          categories=tuple(row.get("profile_categories", ()))))
         return [float(x) for x in self.adapter.score_requests(requests)]
