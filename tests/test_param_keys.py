@@ -102,8 +102,8 @@ SKIP = [
          "read under reward.generative pointwise only; the demo scores generative RMs round_robin"),
     Skip(("demo",), "reward.profile_join", "read under reward.profile always only; the demo's RMs read the profile "
                                            "as on the benchmark (as_benchmark)"),
-    Skip(("paper",), "judge.aspect_format", "numbered is refused with config.yaml's judge.aggregate mean_found "
-                                            "(check_config); judge.aggregate's own edit covers the pair"),
+    Skip(("paper", "replica"), "judge.aspect_format", "numbered is refused with judge.aggregate mean_found "
+                                                       "(check_config); judge.aggregate's own edit covers the pair"),
     Skip(("paper",), "policies.*.path", "the edit's other model (an 8B RM's) does not fit GRPO's memory plan on "
                                         "one GPU (resources.gpu_mem_gb): the config is refused"),
     Skip(("paper",), "grpo.per_device_batch_size", "null (the whole generation batch per step) does not fit "
