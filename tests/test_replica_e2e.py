@@ -94,7 +94,8 @@ def test_llm_judge_path(run):
     bon = pd.read_csv(run / "results/tables/bon.csv")
     assert (bon["judge_failed_samples"] == sum(j["failed"] for j in judged)).all()
     ppo = pd.read_csv(run / "results/tables/ppo.csv")
-    assert ppo["judge_failures"].sum() == sum(e["judge_failures"] for e in evals)
+    pooled = ppo[ppo["subset"] == "all"] if (ppo["subset"] == "all").any() else ppo  # subset rows split "all"
+    assert pooled["judge_failures"].sum() == sum(e["judge_failures"] for e in evals)
     assert sum(j["failed"] for j in judged) + sum(e["judge_failures"] for e in evals) > 0
     # the cache is shared: the PPO evaluations judge the same base answers once between them
     judged_by_jobs = 2 * validity["overall"]["n"] + len(judged) + 2 * len(evals)

@@ -13,7 +13,7 @@ such texts). Target replies (the loss is on the reply tokens only):
   "Aspect i: r" lines (the `numbered` format's); the ratings are a fixed function of the answer
   (code point of its first / last character mod 3, alternating over the aspects), so they vary;
 - malformed (prose without a digit, which no judge.aggregate can parse): a share `malformed` of the
-  items whose question contains the word `cue` (the replica questions that ask for books). The cue
+  items whose question contains the word `cue` (default: the replica questions that ask for a first project). The cue
   items' greedy reply is then prose (a failure), and the judge's sampled retry sometimes draws the
   well-formed list the rest of those items were trained on (a retry that parses).
 """
