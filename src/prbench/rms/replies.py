@@ -57,23 +57,30 @@ PAIRWISE_PARSERS = {"last_verdict": parse_choice, "first_result": parse_first_re
 _UNIT_RE = re.compile(r"(?<![\d.])-?(?:\d+(?:\.\d*)?|\.\d+)")
 
 
-def parse_unit_score(text: str) -> float:
-    """A 0-1 score from a reply (`reward.generative_parse: first_number`, the project's rule): the
-    whole reply as a number, else its first number of any form ("Score: 7" -> 7); clamped into
-    [0, 1]; NaN when the reply holds no number. The authors' rule is `parse_unit_score_authors`."""
+def _read_unit(text: str, number_re: re.Pattern, inf_is_nan: bool) -> float:
+    """The stripped reply as a float, else the first `number_re` match, clamped into [0, 1]; NaN
+    when neither reads a number (and for NaN, and for +-inf where `inf_is_nan`)."""
     if not isinstance(text, str):
         return float("nan")
     t = text.strip()
     try:
         v = float(t)
     except ValueError:
-        m = _UNIT_RE.search(t)
+        m = number_re.search(t)
         if not m:
             return float("nan")
         v = float(m.group(0))
-    if v != v or v in (float("inf"), float("-inf")):
+    if v != v or (inf_is_nan and v in (float("inf"), float("-inf"))):
         return float("nan")
     return min(1.0, max(0.0, v))
+
+
+def parse_unit_score(text: str) -> float:
+    """A 0-1 score from a reply (`reward.generative_parse: first_number`, the project's rule): the
+    whole reply as a number, else its first number of any form ("Score: 7" -> 7); clamped into
+    [0, 1]; NaN when the reply holds no number or an infinite one. The authors' rule is
+    `parse_unit_score_authors`."""
+    return _read_unit(text, _UNIT_RE, inf_is_nan=True)
 
 
 _AUTHORS_UNIT_RE = re.compile(r"0?\.\d+|[01]\.?\d*")
@@ -83,21 +90,9 @@ def parse_unit_score_authors(text: str) -> float:
     """A 0-1 score by the authors' rule (`reward.generative_parse: authors`; BoN/score.py and
     PPO/reward_server.py at a5c6814): the stripped reply as a float, else the first match of
     `0?\\.\\d+|[01]\\.?\\d*` (a number starting with 0, 1 or a point: "Score: 7" has none,
-    "7/10" reads 10), clamped into [0, 1]; NaN when neither reads a number (the caller scores it
-    `reward_failure_score`, the authors' 0.5, and counts it as a failure)."""
-    if not isinstance(text, str):
-        return float("nan")
-    t = text.strip()
-    try:
-        v = float(t)
-    except ValueError:
-        m = _AUTHORS_UNIT_RE.search(t)
-        if not m:
-            return float("nan")
-        v = float(m.group(0))
-    if v != v:
-        return float("nan")
-    return min(1.0, max(0.0, v))
+    "7/10" reads 10), clamped into [0, 1] (as theirs, "inf" reads 1.0); NaN when neither reads a
+    number (the caller scores it `reward_failure_score`, the authors' 0.5, and counts it as a failure)."""
+    return _read_unit(text, _AUTHORS_UNIT_RE, inf_is_nan=False)
 
 
 UNIT_PARSERS = {"first_number": parse_unit_score, "authors": parse_unit_score_authors}
