@@ -260,10 +260,12 @@ RM_B = {r: _params_b(rm_entry(r), 0.5) if kind_info(rm_entry(r)["kind"]).uses_gp
 
 # RMs whose input is a tokenized chat read by a classifier head (prbench.rms.classifier): the ones that
 # read scoring.add_special_tokens and scoring.truncation, on the benchmark and downstream.
-CLASSIFIER_INPUT = {
-    r: kind_info(rm_entry(r)["kind"]).needs_model and not kind_info(rm_entry(r)["kind"]).generates
-    for r in RMS
-}
+def _reads_classifier_input(rm):
+    info = kind_info(rm_entry(rm)["kind"])
+    return info.needs_model and not info.generates
+
+
+CLASSIFIER_INPUT = {r: _reads_classifier_input(r) for r in RMS}
 
 
 def scoring_params(rm):
