@@ -404,10 +404,8 @@ def train_ppo(
     if resumed_from is None or resumed_from < settings["total_steps"]:
         log.info("PPO %s: %d steps x %d rollouts (%d prompts), response_length %d", run_name,
                  settings["total_steps"], settings["batch_size"], len(rows), settings["response_length"])
-        # rollouts in generation chunks, token ids only (drawn by ppo.rollout_sampler); logprobs from a
-        # forward pass (ppo.rollout)
-        s = settings
-        with forward_logprob_rollouts(s["generation_chunk"], s["temperature"], s["rollout_sampler"]):
+        # rollouts in generation chunks, ids only (drawn by ppo.rollout_sampler); logprobs from a forward pass
+        with forward_logprob_rollouts(*(settings[k] for k in ("generation_chunk", "temperature", "rollout_sampler"))):
             trainer.train()
     failures, scored = _all_sum([run.adapter.total.failures, run.adapter.total.scored])
     _write_outputs(run, tok, Path(model_out), log_csv)
