@@ -1,5 +1,6 @@
 """PPO rollout: today's path (generate's float32 scores, per chunk) vs the new one (token ids in
-one generate call, logprobs from a forward per forward chunk), on CPU, in one process, alternating.
+one generate call, logprobs from a forward per forward chunk), with HF's multinomial draw or the
+inverse-CDF sampler (ppo.rollout_sampler), on CPU, in one process, alternating.
 
     nice .venv/bin/python perf/bench_ppo_rollout.py [--rounds 3] [--threads 1] [--profile]
 
@@ -18,13 +19,20 @@ Arms (each round runs them in this order; `--rounds` rounds; the median time cou
   + `selective_log_softmax` per chunk;
 - scores@16: today's path with the whole local batch in one chunk;
 - forward:   the new path, `ids_batch_generation` with a generation chunk of 16 and a forward
-  chunk of 4.
+  chunk of 4, tokens drawn by HF's multinomial (ppo.rollout_sampler multinomial);
+- forward+icdf: the same with the inverse-CDF sampler (ppo.rollout_sampler inverse_cdf,
+  `prbench.downstream.ppo.sampler`: one uniform per row and decode step; the same distribution,
+  other tokens for the seed).
 Peak memory: the process's resident set sampled every millisecond during the arm, minus its
 value just before, with glibc mapping every allocation above 32 MiB on its own and returning it
 to the OS when freed (MALLOC_MMAP_THRESHOLD_, fixed by re-executing the script), so the resident
 set follows the large tensors (scores, logits: 155 MB a chunk of 4 rows here) while the small
-per-step buffers reuse the heap; the largest over the rounds counts. max |logprob diff|: the new path's forward logprobs
-against today's generate scores for the same sampled tokens (scores@4's rollouts of the last round).
+per-step buffers reuse the heap; the largest over the rounds counts. max |logprob diff|: for
+`forward`, its forward logprobs against today's generate scores for the same sampled tokens
+(scores@4's rollouts, one more run); for `forward+icdf`, which draws other tokens, its forward
+logprobs (response_logits + trl's selective_log_softmax, as PPO trains on them) against the
+log-probability the sampler drew each of its own tokens with, from the decode step's logits / T
+(the values today's scores hold), over every response token of one more forward+icdf run.
 
 `--profile` adds one profiled run per arm (the share of its op time in the sampling's draw,
 softmax, argmax and divisions over the vocabulary, the matmuls, and trl's log-softmax) and times
@@ -34,9 +42,10 @@ every arm, so that time bounds how much faster any path can be while drawing the
 for the same seed.
 
 The last line reads `rollout: <x>x faster, peak memory <y>x lower, max |logprob diff| <d>`
-(new path vs scores@4; the targets: x >= 2.5, y >= 1, d <= 1e-5). On this CPU y and d meet them and
-x does not: the sampling draw alone bounds it near 2.7x and the LM heads take most of the rest
-(`--profile`; numbers in perf/README.md).
+(forward+icdf vs scores@4; the targets: x >= 2.5, y >= 1, d <= 1e-5); the line before it gives the
+same comparison for `forward` (multinomial). With the multinomial draw x stays near 1.3x on this
+CPU: the draw alone bounds it near 2.7x (`--profile`); the inverse-CDF sampler removes most of the
+draw (numbers in perf/README.md).
 """
 from __future__ import annotations
 
@@ -122,28 +131,54 @@ def scores_path(model, queries, gen, chunk):
     return qr, __import__("torch").cat(lps)
 
 
-def forward_path(model, queries, gen):
-    """The new path: one generate call of token ids, logprobs from forwards of FORWARD_CHUNK rows."""
+def forward_path(model, queries, gen, sampler="multinomial"):
+    """The new path: one generate call of token ids (drawn by `sampler`, ppo.rollout_sampler),
+    logprobs from forwards of FORWARD_CHUNK rows."""
     import torch
     from trl.trainer.utils import selective_log_softmax
 
     from prbench.downstream.ppo.rollout import ids_batch_generation
 
     qr, logits = ids_batch_generation(model, queries, queries.shape[0], PAD, gen, forward_chunk=FORWARD_CHUNK,
-                                      temperature=TEMPERATURE)
+                                      temperature=TEMPERATURE, sampler=sampler)
     ctx = queries.shape[1]
     lps = [selective_log_softmax(logits[i:i + FORWARD_CHUNK], qr[i:i + FORWARD_CHUNK, ctx:])
            for i in range(0, qr.shape[0], FORWARD_CHUNK)]
     return qr, torch.cat(lps)
 
 
-PROFILED_OPS = ("aten::exponential_", "aten::mm", "aten::logsumexp", "aten::_softmax", "aten::argmax", "aten::div")
+def icdf_logprob_diff(model, queries, gen) -> float:
+    """max |forward logprob - the sampler's own log-probability| over the tokens of one forward+icdf
+    rollout batch: the logprobs PPO trains on against the probability each token was drawn with
+    (the decode step's logits / T, as today's scores hold them)."""
+    import torch
+
+    import prbench.downstream.ppo.sampler as sampler_mod
+
+    made, real = [], sampler_mod.InverseCDFSampler
+
+    def recording(temperature, record=False):
+        made.append(real(temperature, record=True))
+        return made[-1]
+
+    sampler_mod.InverseCDFSampler = recording
+    try:
+        _, new = forward_path(model, queries, gen, "inverse_cdf")
+    finally:
+        sampler_mod.InverseCDFSampler = real
+    drawn = torch.stack(made[0].logprobs, 1)
+    return (new.double() - drawn).abs().max().item()
+
+
+PROFILED_OPS = ("aten::exponential_", "aten::mm", "aten::logsumexp", "aten::_softmax", "aten::argmax", "aten::div",
+                "aten::exp_")
 
 
 def profile_arms(arms) -> dict:
     """Self CPU seconds per arm of the ops that dominate (PROFILED_OPS: the sampling's draw, softmax,
     argmax and divisions over the vocabulary, the LM head's and layers' matmuls, and aten::logsumexp
-    with its children, trl's log-softmax of the rollout logprobs) and of the rest, one profiled run each."""
+    with its children, trl's log-softmax of the rollout logprobs; aten::exp_, the inverse-CDF sampler's
+    weights) and of the rest, one profiled run each."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -158,8 +193,11 @@ def profile_arms(arms) -> dict:
         # logsumexp calls itself once inside (logsumexp -> logsumexp_out): its children, counted once
         lse = [e for e in p.events() if e.name == "aten::logsumexp" and not any(
             c.name == "aten::logsumexp" for c in _ancestors(e))]
-        ops = {op: ops.get(op, 0.0) for op in PROFILED_OPS if op != "aten::logsumexp"}
+        ops = {op: ops.get(op, 0.0) for op in PROFILED_OPS if op not in ("aten::logsumexp", "aten::exp_")}
         ops["aten::logsumexp"] = sum(e.cpu_time_total for e in lse) / 1e6
+        # exp_ outside logsumexp (whose children are counted there): the inverse-CDF sampler's weights
+        ops["aten::exp_"] = sum(e.self_cpu_time_total for e in p.events() if e.name == "aten::exp_" and not any(
+            c.name == "aten::logsumexp" for c in _ancestors(e))) / 1e6
         out[name] = dict(ops, total=total, other=total - sum(ops.values()))
     return out
 
@@ -199,11 +237,13 @@ def main(argv=None) -> int:
     model, queries, gen = build()
     arms = {"scores@4": lambda: scores_path(model, queries, gen, 4),
             "scores@16": lambda: scores_path(model, queries, gen, 16),
-            "forward": lambda: forward_path(model, queries, gen)}
+            "forward": lambda: forward_path(model, queries, gen),
+            "forward+icdf": lambda: forward_path(model, queries, gen, "inverse_cdf")}
     secs = {k: [] for k in arms}
     peak = dict.fromkeys(arms, 0)
     with torch.no_grad():
         forward_path(model, queries[:2], gen)  # warm-up (lazy inits), not timed
+        forward_path(model, queries[:2], gen, "inverse_cdf")
         for r in range(a.rounds):
             for name, fn in arms.items():
                 torch.manual_seed(100 + r)
@@ -213,19 +253,20 @@ def main(argv=None) -> int:
                     secs[name].append(time.thread_time() - c0)
                     wall = time.perf_counter() - t0
                 peak[name] = max(peak[name], m.delta)
-                print(f"round {r + 1} {name:9s} {secs[name][-1]:7.2f} cpu-s ({wall:6.2f} s wall)  "
+                print(f"round {r + 1} {name:12s} {secs[name][-1]:7.2f} cpu-s ({wall:6.2f} s wall)  "
                       f"peak +{m.delta / 2**20:8.1f} MiB", flush=True)
         qr, old = scores_path(model, queries, gen, 4)
         ctx = queries.shape[1]
         new = torch.cat([torch.log_softmax(response_logits(model, qr[i:i + 4], ctx, PAD, TEMPERATURE), -1)
                          .gather(-1, qr[i:i + 4, ctx:, None]).squeeze(-1) for i in range(0, BATCH, 4)])
+        icdf_diff = icdf_logprob_diff(model, queries, gen)
         prof = profile_arms(arms) if a.profile else None
     diff = (new - old).abs().max().item()
     med = {k: statistics.median(v) for k, v in secs.items()}
     print(f"model: Qwen2 {SHAPE}; batch {BATCH}, prompt {PROMPT}, response {RESPONSE}, forward chunk {FORWARD_CHUNK}, "
           f"{a.threads} thread(s), {a.rounds} rounds")
     for k in arms:
-        print(f"{k:9s} median {med[k]:7.2f} cpu-s  peak +{peak[k] / 2**20:8.1f} MiB")
+        print(f"{k:12s} median {med[k]:7.2f} cpu-s  peak +{peak[k] / 2**20:8.1f} MiB")
     print(f"sequential decode steps per rollout batch: scores@4 {BATCH // 4 * RESPONSE}, scores@16 {RESPONSE}, "
           f"forward {RESPONSE} (on a GPU a decode step's time barely depends on its rows; on this CPU it grows "
           "with them: sampling and the LM head run over the 151,936-entry vocabulary per row)")
@@ -235,7 +276,7 @@ def main(argv=None) -> int:
         print("profile (one more round per arm, torch.profiler; shares of the arm's op time, which the profiler "
               "takes from the wall clock, so a busy machine blurs them):")
         for k, ops in prof.items():
-            print(f"  {k:9s} " + ", ".join(f"{op} {100 * ops[op] / ops['total']:4.1f}%" for op in PROFILED_OPS)
+            print(f"  {k:12s} " + ", ".join(f"{op} {100 * ops[op] / ops['total']:4.1f}%" for op in PROFILED_OPS)
                   + f", other {100 * ops['other'] / ops['total']:4.1f}%")
         draw = draw_seconds()
         print(f"the sampling draw alone (torch.multinomial's exponential_, one per vocabulary entry, row and decode "
@@ -243,7 +284,10 @@ def main(argv=None) -> int:
               f"{draw:.2f} cpu-s; with all else free the new path would be at most {med['scores@4'] / draw:.2f}x "
               "faster than scores@4 while drawing the same tokens for the same seed")
     speed, mem = med["scores@4"] / med["forward"], peak["scores@4"] / peak["forward"]
-    print(f"rollout: {speed:.2f}x faster, peak memory {mem:.2f}x lower, max |logprob diff| {diff:.1e}")
+    print(f"rollout, multinomial sampler (forward vs scores@4): {speed:.2f}x faster, peak memory {mem:.2f}x lower, "
+          f"max |logprob diff| {diff:.1e}")
+    speed, mem = med["scores@4"] / med["forward+icdf"], peak["scores@4"] / peak["forward+icdf"]
+    print(f"rollout: {speed:.2f}x faster, peak memory {mem:.2f}x lower, max |logprob diff| {icdf_diff:.1e}")
     return 0
 
 

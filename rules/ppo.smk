@@ -33,6 +33,7 @@ PPO_TRAIN = pick(
         "per_device_batch_size",
         "local_rollout_forward_batch_size",
         "rollout_generation_batch_size",
+        "rollout_sampler",
         "gradient_checkpointing",
         "max_prompt_tokens",
         "long_prompts",

@@ -183,7 +183,8 @@ def test_greedy_ppo_run_trains_the_same_as_todays_path(setup, monkeypatch):
     root, policy = setup
     _greedy(monkeypatch)
     w_new, log_new = _run(root, policy, "forward")
-    monkeypatch.setattr(ppo_mod, "forward_logprob_rollouts", lambda chunk, temperature: releasing_rollout_scores())
+    monkeypatch.setattr(ppo_mod, "forward_logprob_rollouts",
+                        lambda chunk, temperature, sampler: releasing_rollout_scores(sampler=sampler))
     w_old, log_old = _run(root, policy, "scores")
     assert w_new.keys() == w_old.keys() and len(log_new) == 3
     base = load_file(str(policy / "model.safetensors"))

@@ -64,6 +64,8 @@ DEFAULT_PROMPT_TOKENS = 8192
 # measured.
 GEN_STEP_COPIES = 4
 ROLLOUT_PATHS = ("forward", "scores")
+# ppo.rollout_sampler (prbench.downstream.ppo.sampler): the same GEN_STEP_COPIES either way
+ROLLOUT_SAMPLERS = ("multinomial", "inverse_cdf")
 
 # Shapes of the hub models config.yaml names (from their config.json; parameters counted once).
 KNOWN_CONFIGS: dict[str, dict] = {
@@ -186,6 +188,18 @@ def generation_activations(shape: ModelShape, rows: int, prompt: int, total: int
     return {"kv": kv, "prefill": prefill, "step": step}
 
 
+def check_sampler_path(sampler: str, rollout: str) -> None:
+    """ppo.rollout_sampler inverse_cdf needs the forward rollout path (`forward_logprob_rollouts`,
+    what train_ppo runs); today's trl path (`rollout="scores"`: `releasing_rollout_scores`, the memory
+    plan's scores path) samples inside trl's `generate` with HF's multinomial."""
+    if sampler not in ROLLOUT_SAMPLERS:
+        raise ValueError(f"config key ppo.rollout_sampler: one of {ROLLOUT_SAMPLERS}, got {sampler!r}")
+    if sampler == "inverse_cdf" and rollout != "forward":
+        raise ValueError(f"config key ppo.rollout_sampler inverse_cdf: only the forward rollout path "
+                         f"(rollout='forward', ids generated, logprobs from a forward) draws with it; the rollout "
+                         f"path {rollout!r} (trl's generate with its scores) draws with HF's multinomial")
+
+
 def plan(policy: ModelShape, rm: ModelShape | None, ppo: dict, gpus: int, limit_gb: float,
          rollout: str = "forward") -> Plan:
     """The per-GPU peak of a PPO run on `gpus` GPUs (0 = CPU: planned as one device), for the
@@ -195,6 +209,7 @@ def plan(policy: ModelShape, rm: ModelShape | None, ppo: dict, gpus: int, limit_
     ppo = entry_with_defaults(ppo, "ppo")  # a partial section (tests, params) gets the schema's defaults
     if rollout not in ROLLOUT_PATHS:
         raise ValueError(f"rollout path {rollout!r}: one of {ROLLOUT_PATHS}")
+    check_sampler_path(ppo["rollout_sampler"], rollout)
     g = max(1, int(gpus))
     procs, _, _ = layout(ppo["batch_size"], ppo["mini_batch_size"], g, ppo["per_device_batch_size"])
     local = ppo["batch_size"] // procs

@@ -24,6 +24,8 @@ from typing import Sequence
 
 import torch
 
+from .memory import check_sampler_path
+
 
 class ReleasingScores:
     """Per-chunk rollout scores, each handed out once (as the padded slice trl would read) and
@@ -80,10 +82,12 @@ def releasing_batch_generation(model, queries, local_rollout_forward_batch_size,
 
 
 @contextlib.contextmanager
-def releasing_rollout_scores(enabled: bool = True):
-    """Within the block, trl's PPOTrainer uses `releasing_batch_generation` (restored after)."""
+def releasing_rollout_scores(enabled: bool = True, sampler: str = "multinomial"):
+    """Within the block, trl's PPOTrainer uses `releasing_batch_generation` (restored after).
+    Today's path draws with trl's own sampling: `sampler` (ppo.rollout_sampler) must be multinomial."""
     from trl.experimental.ppo import ppo_trainer as trl_ppo
 
+    check_sampler_path(sampler, "scores")
     if not enabled:
         yield
         return
@@ -98,15 +102,24 @@ def releasing_rollout_scores(enabled: bool = True):
 # ---------------------------------------------------------------------------------------------
 # The new path: token ids in full generation chunks, logprobs from a forward pass
 # ---------------------------------------------------------------------------------------------
-def generate_ids(model, queries, pad_token_id, generation_config) -> torch.Tensor:
-    """trl's `generate` without the per-token scores: query + response token ids only."""
+def generate_ids(model, queries, pad_token_id, generation_config, sampler: str = "multinomial") -> torch.Tensor:
+    """trl's `generate` without the per-token scores: query + response token ids only. A sampling
+    config draws with HF's multinomial, or with `sampler="inverse_cdf"` one uniform per row
+    (`prbench.downstream.ppo.sampler`); a greedy config decodes greedily either way."""
     context_length = queries.shape[1]
     attention_mask = queries != pad_token_id
     input_ids = torch.masked_fill(queries, ~attention_mask, 0)
     config = copy.deepcopy(generation_config)  # a copy: trl's own config is left as it is
     # ids only: no per-step scores or logits kept, a plain tensor of sequences back
     config.return_dict_in_generate, config.output_scores, config.output_logits = False, False, False
-    sequences = model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config)
+    check_sampler_path(sampler, "forward")
+    kw = {}
+    if sampler == "inverse_cdf" and config.do_sample:
+        from .sampler import inverse_cdf_generation
+
+        config, processor = inverse_cdf_generation(config)
+        kw["logits_processor"] = [processor]
+    sequences = model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config, **kw)
     return torch.cat((queries, sequences[:, context_length:]), dim=1)
 
 
@@ -160,13 +173,14 @@ class ForwardScores:
 
 
 def ids_batch_generation(model, queries, generation_chunk, pad_token_id, generation_config, *,
-                         forward_chunk, temperature):
-    """Rollouts in `generation_chunk` rows per `generate` call (token ids only), right-padded like
-    trl's `batch_generation`, with `ForwardScores` in place of the scores (read per `forward_chunk`)."""
+                         forward_chunk, temperature, sampler="multinomial"):
+    """Rollouts in `generation_chunk` rows per `generate` call (token ids only, drawn by `sampler`),
+    right-padded like trl's `batch_generation`, with `ForwardScores` in place of the scores (read
+    per `forward_chunk`)."""
     from trl.trainer.utils import pad
 
     batch_size = queries.shape[0]
-    responses = [generate_ids(model, queries[i:i + generation_chunk], pad_token_id, generation_config)
+    responses = [generate_ids(model, queries[i:i + generation_chunk], pad_token_id, generation_config, sampler)
                  for i in range(0, batch_size, generation_chunk)]
     padded = pad(responses, padding_value=pad_token_id, padding_side="right")
     padded = padded.view(-1, padded.shape[-1])[:batch_size]
@@ -174,18 +188,21 @@ def ids_batch_generation(model, queries, generation_chunk, pad_token_id, generat
 
 
 @contextlib.contextmanager
-def forward_logprob_rollouts(generation_chunk: int | None, temperature: float):
+def forward_logprob_rollouts(generation_chunk: int | None, temperature: float, sampler: str = "multinomial"):
     """Within the block, trl's PPOTrainer generates each step's rollouts `generation_chunk` rows per
-    `generate` call (None = the whole local batch in one call), keeps only their token ids, and
-    computes the rollout logprobs by a policy forward per `local_rollout_forward_batch_size` rows."""
+    `generate` call (None = the whole local batch in one call), keeps only their token ids (sampled
+    by `sampler`, ppo.rollout_sampler), and computes the rollout logprobs by a policy forward per
+    `local_rollout_forward_batch_size` rows."""
     from trl.experimental.ppo import ppo_trainer as trl_ppo
 
+    check_sampler_path(sampler, "forward")
     original = trl_ppo.batch_generation
 
     def batch_generation(model, queries, local_rollout_forward_batch_size, pad_token_id, generation_config):
         chunk = int(generation_chunk or queries.shape[0])
         return ids_batch_generation(model, queries, chunk, pad_token_id, generation_config,
-                                    forward_chunk=local_rollout_forward_batch_size, temperature=temperature)
+                                    forward_chunk=local_rollout_forward_batch_size, temperature=temperature,
+                                    sampler=sampler)
 
     trl_ppo.batch_generation = batch_generation
     try:

@@ -9,13 +9,14 @@ import os
 import torch
 
 from ...config import entry_with_defaults
+from .memory import check_sampler_path
 
 # Settings that change what a run computes (part of the checkpoint fingerprint).
 TRAIN_KEYS = ("actor_lr", "critic_lr", "batch_size", "mini_batch_size", "ppo_epochs", "total_episodes",
               "response_length", "temperature", "kl_coef", "nan_reward", "per_device_batch_size",
               "local_rollout_forward_batch_size", "gradient_checkpointing", "max_prompt_tokens", "world_size",
               "reward_scale", "gae_lambda", "cliprange_value", "lr_scheduler", "weight_decay", "long_prompts",
-              "rollout_generation_batch_size", "adam_eps", "vf_coef", "max_grad_norm", "drop_last")
+              "rollout_generation_batch_size", "adam_eps", "vf_coef", "max_grad_norm", "drop_last", "rollout_sampler")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -43,6 +44,7 @@ def resolve_settings(ppo_cfg: dict, n_prompts: int, n_procs: int | None = None) 
     s["drop_last"] = bool(s["drop_last"])
     s["save_steps"] = int(ppo_cfg["save_steps"])
     s["gradient_checkpointing"] = bool(s["gradient_checkpointing"])
+    check_sampler_path(s["rollout_sampler"], "forward")  # train_ppo's rollouts: the forward path
     for k in ("batch_size", "mini_batch_size", "ppo_epochs", "response_length"):
         if not isinstance(s[k], int) or s[k] < 1:
             raise ValueError(f"config key ppo.{k}: must be a positive integer, got {s[k]!r}")
@@ -81,6 +83,15 @@ def resolve_settings(ppo_cfg: dict, n_prompts: int, n_procs: int | None = None) 
     else:
         s["total_steps"] = math.ceil(s["total_episodes"] / s["batch_size"])
     return s
+
+
+def fingerprinted(s: dict) -> dict:
+    """The settings that identify a run's checkpoints (TRAIN_KEYS); ppo.rollout_sampler only where
+    it is not the default multinomial, so checkpoints written before the key existed still resume."""
+    out = {k: s[k] for k in TRAIN_KEYS}
+    if out["rollout_sampler"] == "multinomial":
+        del out["rollout_sampler"]
+    return out
 
 
 def build_optimizer(policy, value, s: dict):

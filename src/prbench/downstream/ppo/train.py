@@ -52,7 +52,7 @@ from ..prompt_rows import base_reference_answers, cap_prompt_rows, filter_long_p
 from ..reward_adapter import PromptIndex, RewardAdapter
 from .checkpoint import PromptBatches, rng_state, set_rng_state
 from .rollout import forward_logprob_rollouts
-from .settings import TRAIN_KEYS, build_optimizer, resolve_settings, world_size  # noqa: F401 (re-exported)
+from .settings import TRAIN_KEYS, build_optimizer, fingerprinted, resolve_settings, world_size  # noqa: F401
 
 log = logging.getLogger("prbench.downstream.ppo.train")
 
@@ -392,7 +392,7 @@ def train_ppo(
     prompts_fp = fingerprint([r["question_id"] for r in rows], [render_key(r) for r in rows])
     fp = fingerprint(f"{policy_path}@{revision}" if revision else str(policy_path),  # a pin: its own run
                      {k: v for k, v in (rm_spec or {}).items() if k != "device"}, getattr(rm, "name", None),
-                     {k: settings[k] for k in TRAIN_KEYS}, run_seed, prompts_fp)
+                     fingerprinted(settings), run_seed, prompts_fp)
     run = _PPORun(policy_path, rm, rows, Path(out_dir), settings, run_seed, fp, trust_remote_code, device, revision)
     run.extra_callbacks = list(callbacks)
     ckpt = latest_checkpoint(run.ckpt_root, fp, "PPO")
@@ -404,8 +404,8 @@ def train_ppo(
     if resumed_from is None or resumed_from < settings["total_steps"]:
         log.info("PPO %s: %d steps x %d rollouts (%d prompts), response_length %d", run_name,
                  settings["total_steps"], settings["batch_size"], len(rows), settings["response_length"])
-        # rollouts in generation chunks, token ids only; logprobs from a forward pass (ppo.rollout)
-        with forward_logprob_rollouts(settings["generation_chunk"], settings["temperature"]):
+        # rollouts in generation chunks, ids only (drawn by ppo.rollout_sampler); logprobs from a forward pass
+        with forward_logprob_rollouts(*(settings[k] for k in ("generation_chunk", "temperature", "rollout_sampler"))):
             trainer.train()
     failures, scored = _all_sum([run.adapter.total.failures, run.adapter.total.scored])
     _write_outputs(run, tok, Path(model_out), log_csv)
