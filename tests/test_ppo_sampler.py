@@ -28,7 +28,13 @@ import prbench.downstream.ppo.sampler as sampler_mod
 from prbench.config import ConfigError, with_defaults
 from prbench.downstream.ppo.memory import KNOWN_CONFIGS, ModelShape, plan
 from prbench.downstream.ppo.rollout import ForwardScores, generate_ids, ids_batch_generation, releasing_rollout_scores
-from prbench.downstream.ppo.sampler import BLOCK, InverseCDFSampler, inverse_cdf_generation
+from prbench.downstream.ppo.sampler import (
+    BLOCK,
+    InverseCDFSampler,
+    decode_inverse_cdf,
+    decode_settings,
+    inverse_cdf_generation,
+)
 from prbench.downstream.ppo.settings import resolve_settings
 from prbench.downstream.ppo.train import train_ppo
 
@@ -52,7 +58,9 @@ def _expected(logits: torch.Tensor, temperature: float) -> np.ndarray:
 SPREAD = [0, BLOCK - 1, BLOCK, 200, 2 * BLOCK - 1, 2 * BLOCK, 290, 299]
 
 
-@pytest.mark.parametrize("vocab, support", [(8, list(range(8))), (300, SPREAD)])
+# and a vocabulary of whole blocks (the weights computed in place over the scores, as for Qwen2.5's)
+@pytest.mark.parametrize("vocab, support", [(8, list(range(8))), (300, SPREAD),
+                                            (2 * BLOCK, [0, 5, BLOCK - 1, BLOCK, 200, 2 * BLOCK - 1])])
 @pytest.mark.parametrize("temperature", [1.0 + 1e-7, 0.5])
 def test_draws_follow_the_tempered_softmax(vocab, support, temperature):
     g = torch.Generator().manual_seed(3)
@@ -202,3 +210,84 @@ def test_a_short_ppo_run_with_inverse_cdf_runs_and_repeats(setup, monkeypatch): 
     assert len(draws) == 2 * n and s1["steps"] == len(log1) == 3
     assert w1.keys() == w2.keys() and all(torch.equal(w1[k], w2[k]) for k in w1)
     pd.testing.assert_frame_equal(log1, log2)
+
+
+def _hf_decode(model, queries, pad, gen):
+    """HF's generate under greedy decoding with the sampler as its last logits processor."""
+    config, processor = inverse_cdf_generation(gen)
+    mask = queries != pad
+    out = model.generate(input_ids=torch.masked_fill(queries, ~mask, 0), attention_mask=mask,
+                         generation_config=config, logits_processor=[processor])
+    return out[:, queries.shape[1]:]
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("temperature, min_new", [(0.7, 0), (1.0, 5)])
+def test_the_decode_loop_draws_hfs_tokens_for_the_seed(setup, monkeypatch, temperature, min_new):  # noqa: F811
+    """decode_inverse_cdf (what the forward path runs) against HF's generate with the sampler as its
+    processor: the same token ids for the same seed, left-padded prompts, rows ending at EOS at
+    different steps (then padded), EOS held back before min_new_tokens; and its fallback through HF
+    for a model whose forward takes no cache argument."""
+    _, policy = setup
+    model, tok, queries = _model_and_queries(policy)
+    pad, eos = tok.pad_token_id, tok.eos_token_id
+    gen = _gen_config(True, temperature)
+    gen.min_new_tokens = min_new or None
+    mask = queries != pad
+    assert (~mask).any()  # left padding
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        want = _hf_decode(model, queries, pad, gen)
+        torch.manual_seed(seed)
+        got = decode_inverse_cdf(model, torch.masked_fill(queries, ~mask, 0), mask, gen)
+        assert torch.equal(got, want)
+        ended = (got == eos).any(1)
+        assert ended.any() and (~ended).any() or got.shape[1] < gen.max_new_tokens
+        assert not (got[:, :min_new] == eos).any()
+        first = torch.where(ended, (got == eos).int().argmax(1), got.shape[1])
+        after = torch.arange(got.shape[1]) > first[:, None]
+        assert (got[after] == pad).all()  # after its EOS a row holds pads
+    monkeypatch.setattr(sampler_mod, "cache_argument", lambda model: None)
+    torch.manual_seed(0)
+    again = decode_inverse_cdf(model, torch.masked_fill(queries, ~mask, 0), mask, gen)
+    torch.manual_seed(0)
+    assert torch.equal(again, _hf_decode(model, queries, pad, gen))
+    monkeypatch.undo()
+    # a forward that takes a cache but leaves it empty: HF's generate too, before any draw
+    real_forward, fallbacks = model.forward, []
+    monkeypatch.setattr(sampler_mod, "_decode_with_hf", lambda *a: fallbacks.append(a) or "hf")
+
+    def forward(input_ids=None, attention_mask=None, position_ids=None, cache=None, use_cache=None, **kw):
+        return real_forward(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                            use_cache=False, **kw)
+
+    monkeypatch.setattr(model, "forward", forward)
+    assert decode_inverse_cdf(model, torch.masked_fill(queries, ~mask, 0), mask, gen) == "hf" and len(fallbacks) == 1
+
+
+def test_the_decode_loop_refuses_what_it_does_not_apply(setup):  # noqa: F811
+    """A processor HF would build (here from the model's own generation_config, which fills the
+    fields the rollout config leaves unset) or a missing length is refused, naming the field; so
+    is a row with no finite logit."""
+    from transformers import GenerationConfig
+
+    _, policy = setup
+    model, _, _ = _model_and_queries(policy, n=2)
+    gen = _gen_config(True, 1.0)
+    assert decode_settings(model, gen)["eos"] == [model.generation_config.eos_token_id]
+    model.generation_config.repetition_penalty = 1.1
+    with pytest.raises(ValueError, match="ppo.rollout_sampler inverse_cdf.*repetition_penalty"):
+        decode_settings(model, gen)
+    gen.repetition_penalty = 1.0  # set by the caller: the model's value does not fill it
+    assert decode_settings(model, gen)["temperature"] == pytest.approx(1.0 + 1e-7, abs=0)
+    model.generation_config.repetition_penalty = None
+    for bad in (dict(no_repeat_ngram_size=3), dict(top_k=20), dict(suppress_tokens=[5])):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            decode_settings(model, GenerationConfig(max_new_tokens=4, do_sample=True, **bad))
+    for length in (dict(max_length=30), dict(max_new_tokens=0)):
+        with pytest.raises(ValueError, match="max_new_tokens"):
+            decode_settings(model, GenerationConfig(do_sample=True, **length))
+    scores = torch.randn(3, 2 * BLOCK)
+    scores[1] = -math.inf
+    with pytest.raises(ValueError, match=r"rows \[1\] have no finite"):
+        InverseCDFSampler(1.0).draw(scores)
