@@ -64,7 +64,9 @@ DEFAULT_PROMPT_TOKENS = 8192
 # measured.
 GEN_STEP_COPIES = 4
 ROLLOUT_PATHS = ("forward", "scores")
-# ppo.rollout_sampler (prbench.downstream.ppo.sampler): the same GEN_STEP_COPIES either way
+# ppo.rollout_sampler (prbench.downstream.ppo.sampler): GEN_STEP_COPIES planned either way; the
+# inverse-CDF decode loop holds 1-2 of them (the logits, their float32 copy under bf16), so its
+# plan is an upper bound by up to 3 copies of one step's logits (117 MB at 64 rows of Qwen2.5's vocabulary).
 ROLLOUT_SAMPLERS = ("multinomial", "inverse_cdf")
 
 # Shapes of the hub models config.yaml names (from their config.json; parameters counted once).

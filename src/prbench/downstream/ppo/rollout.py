@@ -104,8 +104,9 @@ def releasing_rollout_scores(enabled: bool = True, sampler: str = "multinomial")
 # ---------------------------------------------------------------------------------------------
 def generate_ids(model, queries, pad_token_id, generation_config, sampler: str = "multinomial") -> torch.Tensor:
     """trl's `generate` without the per-token scores: query + response token ids only. A sampling
-    config draws with HF's multinomial, or with `sampler="inverse_cdf"` one uniform per row
-    (`prbench.downstream.ppo.sampler`); a greedy config decodes greedily either way."""
+    config draws with HF's multinomial, or with `sampler="inverse_cdf"` one uniform per row in the
+    sampler's own decode loop (`prbench.downstream.ppo.sampler.decode_inverse_cdf`); a greedy config
+    decodes greedily through HF's generate either way."""
     context_length = queries.shape[1]
     attention_mask = queries != pad_token_id
     input_ids = torch.masked_fill(queries, ~attention_mask, 0)
@@ -113,13 +114,11 @@ def generate_ids(model, queries, pad_token_id, generation_config, sampler: str =
     # ids only: no per-step scores or logits kept, a plain tensor of sequences back
     config.return_dict_in_generate, config.output_scores, config.output_logits = False, False, False
     check_sampler_path(sampler, "forward")
-    kw = {}
     if sampler == "inverse_cdf" and config.do_sample:
-        from .sampler import inverse_cdf_generation
+        from .sampler import decode_inverse_cdf
 
-        config, processor = inverse_cdf_generation(config)
-        kw["logits_processor"] = [processor]
-    sequences = model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config, **kw)
+        return torch.cat((queries, decode_inverse_cdf(model, input_ids, attention_mask, config)), dim=1)
+    sequences = model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config)
     return torch.cat((queries, sequences[:, context_length:]), dim=1)
 
 
