@@ -21,8 +21,8 @@ Arms (each round runs them in this order; `--rounds` rounds; the median time cou
 - forward:   the new path, `ids_batch_generation` with a generation chunk of 16 and a forward
   chunk of 4, tokens drawn by HF's multinomial (ppo.rollout_sampler multinomial);
 - forward+icdf: the same with the inverse-CDF sampler (ppo.rollout_sampler inverse_cdf,
-  `prbench.downstream.ppo.sampler`: one uniform per row and decode step; the same distribution,
-  other tokens for the seed).
+  `prbench.downstream.ppo.sampler`: one uniform per row and decode step, in the sampler's own
+  decode loop; the same distribution, other tokens for the seed).
 Peak memory: the process's resident set sampled every millisecond during the arm, minus its
 value just before, with glibc mapping every allocation above 32 MiB on its own and returning it
 to the OS when freed (MALLOC_MMAP_THRESHOLD_, fixed by re-executing the script), so the resident
@@ -44,8 +44,9 @@ for the same seed.
 The last line reads `rollout: <x>x faster, peak memory <y>x lower, max |logprob diff| <d>`
 (forward+icdf vs scores@4; the targets: x >= 2.5, y >= 1, d <= 1e-5); the line before it gives the
 same comparison for `forward` (multinomial). With the multinomial draw x stays near 1.3x on this
-CPU: the draw alone bounds it near 2.7x (`--profile`); the inverse-CDF sampler removes most of the
-draw (numbers in perf/README.md).
+CPU: the draw alone bounds it near 2.5-2.7x (`--profile`). The inverse-CDF sampler removes the
+draw and decodes in its own KV-cache loop (`decode_inverse_cdf`: no per-step logits copy or
+vocabulary argmax), numbers in perf/README.md.
 """
 from __future__ import annotations
 
@@ -171,14 +172,14 @@ def icdf_logprob_diff(model, queries, gen) -> float:
 
 
 PROFILED_OPS = ("aten::exponential_", "aten::mm", "aten::logsumexp", "aten::_softmax", "aten::argmax", "aten::div",
-                "aten::exp_")
+                "aten::exp_", "aten::exp2_")
 
 
 def profile_arms(arms) -> dict:
     """Self CPU seconds per arm of the ops that dominate (PROFILED_OPS: the sampling's draw, softmax,
     argmax and divisions over the vocabulary, the LM head's and layers' matmuls, and aten::logsumexp
-    with its children, trl's log-softmax of the rollout logprobs; aten::exp_, the inverse-CDF sampler's
-    weights) and of the rest, one profiled run each."""
+    with its children, trl's log-softmax of the rollout logprobs; aten::exp2_, the inverse-CDF sampler's
+    weights, and aten::exp_ outside logsumexp, where they were before 2026-11-25) and of the rest, one profiled run each."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -196,6 +197,7 @@ def profile_arms(arms) -> dict:
         ops = {op: ops.get(op, 0.0) for op in PROFILED_OPS if op not in ("aten::logsumexp", "aten::exp_")}
         ops["aten::logsumexp"] = sum(e.cpu_time_total for e in lse) / 1e6
         # exp_ outside logsumexp (whose children are counted there): the inverse-CDF sampler's weights
+        # before they moved to exp2_
         ops["aten::exp_"] = sum(e.self_cpu_time_total for e in p.events() if e.name == "aten::exp_" and not any(
             c.name == "aten::logsumexp" for c in _ancestors(e))) / 1e6
         out[name] = dict(ops, total=total, other=total - sum(ops.values()))
