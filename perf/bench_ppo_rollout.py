@@ -178,8 +178,9 @@ PROFILED_OPS = ("aten::exponential_", "aten::mm", "aten::logsumexp", "aten::_sof
 def profile_arms(arms) -> dict:
     """Self CPU seconds per arm of the ops that dominate (PROFILED_OPS: the sampling's draw, softmax,
     argmax and divisions over the vocabulary, the LM head's and layers' matmuls, and aten::logsumexp
-    with its children, trl's log-softmax of the rollout logprobs; aten::exp2_, the inverse-CDF sampler's
-    weights, and aten::exp_ outside logsumexp, where they were before 2026-11-25) and of the rest, one profiled run each."""
+    with its children, trl's log-softmax of the rollout logprobs; aten::exp2_, the inverse-CDF
+    sampler's weights, and aten::exp_ outside logsumexp, where they were before 2026-11-25) and of
+    the rest, one profiled run each."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
