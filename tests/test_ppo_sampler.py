@@ -265,6 +265,28 @@ def test_the_decode_loop_draws_hfs_tokens_for_the_seed(setup, monkeypatch, tempe
     assert decode_inverse_cdf(model, torch.masked_fill(queries, ~mask, 0), mask, gen) == "hf" and len(fallbacks) == 1
 
 
+def test_the_decode_loop_keeps_its_cache_under_gradient_checkpointing_in_train_mode(setup, monkeypatch):  # noqa: F811
+    """trl's policy generates in train mode with gradient checkpointing on (config.yaml's PPO): the
+    loop still fills and uses its KV cache (no fallback to HF's generate) and draws the tokens an
+    eval-mode model draws for the seed."""
+    _, policy = setup
+    model, tok, queries = _model_and_queries(policy)
+    mask = queries != tok.pad_token_id
+    ids, gen = torch.masked_fill(queries, ~mask, 0), _gen_config(True, 1.0)
+    torch.manual_seed(3)
+    want = decode_inverse_cdf(model, ids, mask, gen)
+    model.gradient_checkpointing_enable()
+    model.train()
+    assert torch.is_grad_enabled() and model.model.gradient_checkpointing
+
+    def no_fallback(*a):
+        raise AssertionError("decode_inverse_cdf fell back to HF's generate")
+
+    monkeypatch.setattr(sampler_mod, "_decode_with_hf", no_fallback)
+    torch.manual_seed(3)
+    assert torch.equal(decode_inverse_cdf(model, ids, mask, gen), want)
+
+
 def test_the_decode_loop_refuses_what_it_does_not_apply(setup):  # noqa: F811
     """A processor HF would build (here from the model's own generation_config, which fills the
     fields the rollout config leaves unset) or a missing length is refused, naming the field; so
