@@ -45,6 +45,13 @@ def sampling_settings(cfg: Mapping | None = None, **overrides) -> dict:
     return out
 
 
+def neutral_values() -> dict:
+    """Every field that shapes which token is picked (the sampling settings and the rest), at its
+    neutral value; None = unset. For code that checks a config against them
+    (`prbench.downstream.ppo.sampler`)."""
+    return {**NEUTRAL, **_NEUTRAL_EXTRA}
+
+
 def neutral_fields() -> dict:
     """The non-sampling generation fields at their neutral values (None-valued ones left out), for
     trainers that build their own GenerationConfig from keyword arguments (trl's GRPO

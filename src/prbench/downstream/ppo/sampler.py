@@ -49,6 +49,8 @@ import math
 import torch
 from transformers import LogitsProcessor
 
+from ...generation import neutral_values
+
 # Entries of a block: the cumulative sums run over the block masses and one block per row
 BLOCK = 128
 LOG2E = 1.0 / math.log(2.0)
@@ -117,17 +119,14 @@ _NEUTRAL = {"top_k": (None, 0), "top_p": (None, 1.0), "min_p": (None,), "typical
             "epsilon_cutoff": (None, 0.0), "eta_cutoff": (None, 0.0), "top_h": (None,), "num_beams": (None, 1),
             "renormalize_logits": (None, False), "watermarking_config": (None,)}
 # What else makes HF's generate build a logits processor or stopping criterion, or another decoding
-# mode, with its neutral values: decode_inverse_cdf applies none of these.
-_DECODE_NEUTRAL = {"repetition_penalty": (None, 1.0), "encoder_repetition_penalty": (None, 1.0),
-                   "no_repeat_ngram_size": (None, 0), "encoder_no_repeat_ngram_size": (None, 0),
-                   "bad_words_ids": (None,), "sequence_bias": (None,), "suppress_tokens": (None,),
-                   "begin_suppress_tokens": (None,), "forced_bos_token_id": (None,), "forced_eos_token_id": (None,),
-                   "exponential_decay_length_penalty": (None,), "min_length": (None, 0),
-                   "remove_invalid_values": (None, False), "guidance_scale": (None, 1.0),
-                   "num_return_sequences": (None, 1), "num_beam_groups": (None, 1), "diversity_penalty": (None, 0.0),
-                   "stop_strings": (None,), "max_time": (None,), "penalty_alpha": (None,),
-                   "assistant_model": (None,), "prompt_lookup_num_tokens": (None,), "use_cache": (None, True),
-                   "cache_implementation": (None,), "prefill_chunk_size": (None,)}
+# mode, with its neutral values: decode_inverse_cdf applies none of these. prbench.generation's
+# fields that shape the token distribution, less the two the loop applies itself (temperature,
+# min_new_tokens) and beam search's length_penalty, then the fields only generate reads.
+_DECODE_NEUTRAL = {k: (None, v) for k, v in neutral_values().items()
+                   if k not in ("temperature", "min_new_tokens", "length_penalty")}
+_DECODE_NEUTRAL.update({"guidance_scale": (None, 1.0), "stop_strings": (None,), "max_time": (None,),
+                        "penalty_alpha": (None,), "assistant_model": (None,), "prompt_lookup_num_tokens": (None,),
+                        "use_cache": (None, True), "cache_implementation": (None,), "prefill_chunk_size": (None,)})
 
 
 def _refuse_filters(config, table) -> None:
