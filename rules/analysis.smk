@@ -3,7 +3,9 @@
 #   results/tables/correlation_summary.md  per downstream measure: best benchmark, separated from the runner-up?
 #   results/tables/correlation_inputs.csv  the per-RM values that were correlated (with bootstrap CIs)
 #   results/tables/correlation_comparisons.csv  personalized vs each baseline, paired: diff, CI, p, q, verdict
-#   results/tables/correlation_power.csv   smallest detectable Spearman gap, RMs needed per gap
+#   results/tables/correlation_power.csv   the verdict rule's power: smallest detectable gap, RMs needed per gap
+#   results/tables/verdict.html            the report's landing-page verdict: sentence, table, forest plot
+#   results/figures/forest.{png,pdf}       the confirmatory differences with the verdict test's intervals
 #   results/figures/{accuracy,bon_curves,scatter,correlations}.{png,pdf}, {method}_training.{png,pdf}
 # The downstream methods come from the registry (prbench.downstream, DOWNSTREAM in common.smk):
 # nothing below names one. Each method's measure table is an input of `correlations`; its figure
@@ -63,6 +65,11 @@ rule correlations:
             caption="../report/correlation_power.rst",
             category="Tables",
         ),
+        verdict="results/tables/verdict.html",
+        forest_png=report(
+            "results/figures/forest.png", caption="../report/fig_forest.rst", category="Figures"
+        ),
+        forest_pdf="results/figures/forest.pdf",
     log:
         "logs/analysis/correlations.log",
     benchmark:
@@ -90,6 +97,7 @@ rule correlations:
                 "fdr",
                 "min_rms",
                 "power_simulations",
+                "confirmatory",
             ],
         ),
         signals=FIG_SIGNALS,

@@ -9,7 +9,7 @@ from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from prbench import downstream as DS  # noqa: E402
-from prbench.validation import check_config  # noqa: E402
+from prbench.validation import check_config, check_confirmatory_methods  # noqa: E402
 from prbench.rms import kind_info, reward_spec  # noqa: E402
 from prbench.seeding import replicate_seed as _replicate_seed  # noqa: E402
 from prbench import partial as PARTIAL  # noqa: E402
@@ -36,6 +36,7 @@ DEMO = config["demo"]["enabled"]
 # Downstream methods this config runs, in registry order (prbench.downstream): each stage writes
 # its per-question measure table DS.table_path(method); the analysis reads exactly these.
 DOWNSTREAM = DS.enabled(config)
+check_confirmatory_methods(config, DOWNSTREAM)  # the verdict's declared cells name methods that run
 # Methods that train one policy per RM, evaluated by the shared rule eval_policy (rules/evaluation.smk).
 TRAINED_METHODS = [m for m in DOWNSTREAM if DS.REGISTRY[m].trained_policy]
 

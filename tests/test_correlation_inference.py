@@ -1,11 +1,10 @@
 """The analysis' inference (prbench.analysis.inference) re-derived by independent implementations:
 the null of every coefficient (scipy.stats.permutation_test, a closed form for NDCG, a brute-force
 RBO), the paired swap permutation test (scipy.stats.permutation_test, paired samples), the Williams
-test (a published worked example), BH q-values (scipy / statsmodels), the joint RM+question
-bootstrap and leave-one-RM-out (loops over scipy.stats.spearmanr), the power simulation (its size
-and the Spearman-Pearson relation); then three synthetic worlds whose verdicts must come out
-"personalized", "baseline" and "undecided", and the verdict paragraph recomputed from the saved
-tables."""
+test (published worked examples), BH q-values (scipy / statsmodels), the joint RM+question
+bootstrap and leave-one-RM-out (loops over scipy.stats.spearmanr); then three synthetic worlds
+whose verdicts must come out "personalized", "baseline" and "undecided", and the verdict sentence
+and table recomputed from the saved tables. The verdict rule itself: tests/test_verdict.py."""
 import itertools
 import math
 import re
@@ -18,7 +17,7 @@ from synthetic_analysis import write_world
 from test_correlation_recompute import _rbo_independent
 
 from prbench.analysis import inference, rankmetrics
-from prbench.analysis.correlation import COMPARISON_COLUMNS, POWER_COLUMNS, collect, correlate, decide, run_correlations
+from prbench.analysis.correlation import COMPARISON_COLUMNS, POWER_COLUMNS, collect, correlate, run_correlations
 from prbench.analysis.summary import VERDICT_END, VERDICT_START
 
 # ---- Williams / Steiger --------------------------------------------------------------------------
@@ -35,6 +34,22 @@ def test_williams_reproduces_steiger_case_a():
     # antisymmetric in the two correlations, undefined below 4 cases
     assert inference.williams_test(0.5, 0.4, 0.1, 103)[0] == pytest.approx(-t)
     assert math.isnan(inference.williams_test(0.5, 0.4, 0.1, 3)[0])
+
+
+def test_williams_separated_from_its_neighbours():
+    """n = 10, r(y,x1) = 0.8, r(y,x2) = 0.2, r(x1,x2) = 0.5: Williams' t = 2.7937 on 7 df, p = 0.0268,
+    where Steiger's z (2.144) and Hotelling's t (2.867) differ in the second decimal: both computed
+    here from their own formulas, so the test tells Williams from them."""
+    t, p = inference.williams_test(0.8, 0.2, 0.5, 10)
+    assert round(t, 4) == 2.7937 and round(p, 4) == 0.0268
+    n, r12, r13, r23 = 10, 0.8, 0.2, 0.5
+    det = 1 - r12**2 - r13**2 - r23**2 + 2 * r12 * r13 * r23
+    hotelling = (r12 - r13) * math.sqrt((n - 3) * (1 + r23) / (2 * det))
+    rbar = (r12 + r13) / 2
+    cov = (r23 * (1 - 2 * rbar**2) - 0.5 * rbar**2 * (1 - 2 * rbar**2 - r23**2)) / (1 - rbar**2) ** 2
+    steiger = (math.atanh(r12) - math.atanh(r13)) * math.sqrt((n - 3) / (2 - 2 * cov))
+    assert round(hotelling, 3) == 2.867 and round(steiger, 3) == 2.144
+    assert abs(t - hotelling) > 0.05 and abs(t - steiger) > 0.5
 
 
 # ---- nulls ---------------------------------------------------------------------------------------
@@ -169,38 +184,6 @@ def test_bh_qvalues_match_scipy_and_statsmodels():
     assert q[ok] == pytest.approx(multitest.multipletests(p[ok], method="fdr_bh")[1])
 
 
-def test_decide_needs_every_criterion():
-    row = {"diff": 0.6, "n_rms": 10, "q_perm": 0.01, "ci_low": 0.1, "ci_high": 1.0, "loo_min": 0.2,
-           "loo_max": 0.9}
-    assert decide(row, 0.05, 6)[0] == "personalized"
-    assert decide({**row, "diff": -0.6, "ci_low": -1.0, "ci_high": -0.1, "loo_min": -0.9, "loo_max": -0.2},
-                  0.05, 6)[0] == "baseline"
-    for change, why in (({"n_rms": 5}, "only 5 RMs"), ({"q_perm": 0.2}, "FDR"), ({"ci_low": -0.1}, "CI"),
-                        ({"loo_min": -0.05}, "leaving one RM out")):
-        verdict, reason = decide({**row, **change}, 0.05, 6)
-        assert verdict == "undecided" and why in reason
-
-
-# ---- power ---------------------------------------------------------------------------------------
-
-
-def test_spearman_pearson_relation_and_power_size():
-    """r = 2 sin(pi rho_s / 6) inverts Pearson's (1907) rho_s = (6 / pi) asin(r / 2) for normal
-    scores; checked on a large simulated sample. With no gap the test rejects at about alpha."""
-    for rho in (-0.5, 0.2, 0.7):
-        r = inference.spearman_to_pearson(rho)
-        assert 6 / math.pi * math.asin(r / 2) == pytest.approx(rho)
-    rng = np.random.default_rng(0)
-    r = inference.spearman_to_pearson(0.6)
-    z = rng.multivariate_normal([0, 0], [[1, r], [r, 1]], size=50000)
-    assert stats.spearmanr(z[:, 0], z[:, 1]).statistic == pytest.approx(0.6, abs=0.01)
-    size = inference.simulated_power(0.0, 0.4, 30, 4000, 0.05, seed=0)
-    assert size == pytest.approx(0.05, abs=0.015)
-    assert inference.simulated_power(0.5, 0.4, 60, 1000, 0.05, seed=0) > inference.simulated_power(
-        0.5, 0.4, 15, 1000, 0.05, seed=0)
-    assert math.isnan(inference.simulated_power(0.2, 0.99, 10, 100, 0.05, seed=0))  # impossible matrix
-
-
 # ---- synthetic worlds: three verdicts ------------------------------------------------------------
 
 N_RMS = 10
@@ -232,8 +215,9 @@ def test_verdict_personalized(opposed):
     res = _correlate(opposed, opposed["pair_files"])
     row = _headline(res)
     assert row["verdict"] == "personalized", row["reason"]
-    assert row["diff"] > 1 and row["ci_low"] > 0 and row["loo_min"] > 0 and row["q_perm"] <= 0.05
-    assert "personalized predicts better than general" in res.summary
+    assert row["family"] == "confirmatory" and row["family_size"] == 1
+    assert row["diff"] > 1 and row["ci_low"] > 0 and row["q"] <= 0.05
+    assert "Personalized predicts BoN better than general" in res.summary
 
 
 def test_verdict_baseline(opposed):
@@ -242,8 +226,8 @@ def test_verdict_baseline(opposed):
     res = _correlate(opposed, [(rm, swap[b], p) for rm, b, p in opposed["pair_files"]])
     row = _headline(res)
     assert row["verdict"] == "baseline", row["reason"]
-    assert row["diff"] < -1 and row["ci_high"] < 0 and row["loo_max"] < 0
-    assert "general predicts better than personalized" in res.summary
+    assert row["diff"] < -1 and row["ci_high"] < 0 and row["q"] <= 0.05
+    assert "General predicts BoN better than personalized" in res.summary
 
 
 def test_verdict_undecided(tmp_path):
@@ -251,11 +235,12 @@ def test_verdict_undecided(tmp_path):
     w = _world(tmp_path, np.linspace(0.9, 0.5, N_RMS))
     res = _correlate(w, w["pair_files"])
     row = _headline(res)
-    assert row["verdict"] == "undecided"
-    assert "undecided (" in res.summary
+    assert row["verdict"] == "undecided", row["reason"]
+    assert row["q"] > 0.05 and row["reason"].startswith("q = ")
+    assert "No decision on BoN: no q reaches 0.05" in res.summary
 
 
-# ---- the verdict paragraph, recomputed from the saved tables -------------------------------------
+# ---- the verdict sentence and table, recomputed from the saved tables -----------------------------
 
 
 @pytest.fixture(scope="module")
@@ -265,11 +250,14 @@ def saved(opposed, tmp_path_factory):
     run_correlations(opposed["rms"], opposed["pair_files"], opposed["downstream"], paths["table"],
                      out / "summary.md", paths["inputs"], n_boot=100, n_perm=100, rbo_p=0.9, ci=0.95, seed=0,
                      out_comparisons=paths["comparisons"], out_power=paths["power"], power_sims=50,
-                     signals=SIGNALS)
-    return {k: pd.read_csv(v) for k, v in paths.items()} | {"summary": (out / "summary.md").read_text()}
+                     signals=SIGNALS, out_verdict=out / "verdict.html",
+                     out_forest=(out / "forest.png", out / "forest.pdf"))
+    return {k: pd.read_csv(v) for k, v in paths.items()} | {
+        "summary": (out / "summary.md").read_text(), "verdict_html": (out / "verdict.html").read_text(),
+        "forest": (out / "forest.png").read_bytes()}
 
 
-def _paragraph(summary: str) -> str:
+def _opening(summary: str) -> str:
     assert summary.startswith("# Which benchmark")
     start = summary.index(VERDICT_START) + len(VERDICT_START)
     return summary[start:summary.index(VERDICT_END)].strip()
@@ -280,10 +268,12 @@ def test_saved_tables_have_their_columns(saved):
     assert list(saved["power"].columns) == POWER_COLUMNS
 
 
-def test_verdict_paragraph_recomputed_from_saved_files(saved):
-    text = _paragraph(saved["summary"])
-    assert text.startswith("**Verdict.**") and "\n" not in text
-    inputs, comp, table, power = saved["inputs"], saved["comparisons"], saved["table"], saved["power"]
+def test_verdict_opening_recomputed_from_saved_files(saved):
+    """The summary opens with one sentence and the verdict table; each number is recomputed here from
+    the per-RM inputs with scipy and the test's own formula (Williams' t, Bonett-Wright factor)."""
+    text = _opening(saved["summary"])
+    sentence = text.splitlines()[0]
+    inputs, comp, power = saved["inputs"], saved["comparisons"], saved["power"]
 
     def per_rm(**key):
         sel = np.ones(len(inputs), bool)
@@ -291,57 +281,65 @@ def test_verdict_paragraph_recomputed_from_saved_files(saved):
             sel &= (inputs[k] == v) if k == "k" else (inputs[k].astype(str) == str(v))
         return inputs[sel].set_index("rm")["value"]
 
-    head = comp[comp["headline"] & (comp["coefficient"] == "spearman")]
-    assert len(head) == 1
-    r = head.iloc[0]
+    conf = comp[comp["family"] == "confirmatory"]
+    assert len(conf) == 1 and set(comp.loc[comp["family"] != "confirmatory", "verdict"]) == {"exploratory"}
+    r = conf.iloc[0]
     y = per_rm(kind="downstream", downstream=r["downstream"], estimator=r["estimator"], measure=r["measure"],
                k=int(r["k"]))
     a = per_rm(kind="benchmark", benchmark="personalized", level=r["level_a"]).reindex(y.index)
     b = per_rm(kind="benchmark", benchmark=r["benchmark_b"], level=r["level_b"]).reindex(y.index)
-    va, vb = stats.spearmanr(a, y).statistic, stats.spearmanr(b, y).statistic
-    r_ab = stats.spearmanr(a, b).statistic
+    va, vb, r_ab = stats.spearmanr(a, y).statistic, stats.spearmanr(b, y).statistic, stats.spearmanr(a, b).statistic
     n = len(y)
     det = 1 - va**2 - vb**2 - r_ab**2 + 2 * va * vb * r_ab
-    t = (va - vb) * math.sqrt((n - 1) * (1 + r_ab)) / math.sqrt(
-        2 * (n - 1) / (n - 3) * det + ((va + vb) / 2) ** 2 * (1 - r_ab) ** 3)
-    q = stats.false_discovery_control(comp["p_perm"].dropna(), method="bh")
-    q_row = q[list(comp["p_perm"].dropna().index).index(r.name)]
-    loo = [stats.spearmanr(a.drop(i), y.drop(i)).statistic - stats.spearmanr(b.drop(i), y.drop(i)).statistic
-           for i in y.index]
-    expected = [f"Spearman {va:+.2f} for personalized vs {vb:+.2f} for general", f"difference {va - vb:+.2f}",
-                f"95% CI [{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]", f"swap-permutation p = {r['p_perm']:.3f}",
-                f"BH q = {q_row:.3f}", f"Williams p = {2 * stats.t.sf(abs(t), n - 3):.3f}",
-                f"leave-one-RM-out difference {min(loo):+.2f} to {max(loo):+.2f}",
-                "personalized predicts better than general"]
-    for piece in expected:
-        assert piece in text, piece
-    surv = comp[comp["q_perm"] <= 0.05]
-    nulls = table[table["q_null"].notna()]
-    assert (f"Across all {comp['p_perm'].notna().sum()} paired comparisons" in text
-            and f"{len(surv)} survive Benjamini-Hochberg FDR at 0.05 ({(surv['diff'] > 0).sum()} favour personalized, "
-            f"{(surv['diff'] < 0).sum()} a baseline); {(nulls['q_null'] <= 0.05).sum()} of the {len(nulls)} " in text)
-    g = power[power["quantity"] == "min_gap"].iloc[0]
-    gap = f"is {g['gap']:.2f}" if np.isfinite(g["gap"]) else "no Spearman gap"
-    assert gap in text and f"at {N_RMS} RMs" in text
-    for _, pr in power[power["quantity"] == "rms_needed"].iterrows():
-        assert (f"{pr['gap']:.1f} needs {int(pr['n_rms'])} RMs" if np.isfinite(pr["n_rms"])
-                else f"{pr['gap']:.1f} needs more than 500 RMs") in text
-    # and no other number: every numeric token is one of those recomputed above or a setting
-    allowed = set(re.findall(r"[-+]?\d+(?:\.\d+)?", " ".join(expected)))
-    allowed |= {str(N_RMS), "95", "80", "0.05", "16", str(comp["p_perm"].notna().sum()), str(len(surv)),
-                str((surv["diff"] > 0).sum()), str((surv["diff"] < 0).sum()), str((nulls["q_null"] <= 0.05).sum()),
-                str(len(nulls)), "1.00", "50", "500", "0"}
-    allowed |= {f"{v:.2f}" for v in power["gap"].dropna()} | {f"{v:.1f}" for v in power["gap"].dropna()}
-    allowed |= {str(int(v)) for v in power["n_rms"].dropna()}
-    tokens = set(re.findall(r"[-+]?\d+(?:\.\d+)?", text))
-    assert tokens <= allowed, tokens - allowed
+    rbar = (va + vb) / 2
+    se = math.sqrt((2 * (n - 1) / (n - 3) * det + rbar**2 * (1 - r_ab) ** 3) * (1 + rbar**2 / 2)
+                   / ((n - 1) * (1 + r_ab)))
+    p = 2 * stats.t.sf(abs((va - vb) / se), n - 3)
+    assert r["p"] == pytest.approx(p, rel=1e-9) and r["q"] == pytest.approx(p, rel=1e-9)  # a family of one
+    half = stats.t.ppf(1 - 0.05 / 2, n - 3) * se
+    assert r["ci_low"] == pytest.approx(max(va - vb - half, -2))
+    assert r["ci_high"] == pytest.approx(min(va - vb + half, 2))
+    assert r["verdict"] == "personalized"
+    assert sentence == (f"Personalized predicts BoN better than general (Spearman {va:+.2f} vs {vb:+.2f}, q = "
+                        + (f"{p:.3f}" if p >= 0.001 else f"{p:.1e}") + ")"
+                        + _gap_tail(power) + ".")
+    need = power[power["quantity"] == "rms_needed_observed"].iloc[0]
+    row = (f"| BoN expected judge_score k=16 | general | {n} | {va:+.2f} | {vb:+.2f} | {va - vb:+.2f} "
+           f"[{max(va - vb - half, -2):+.2f}, {min(va - vb + half, 2):+.2f}] (95.0%) | ")
+    assert row in text
+    assert text.splitlines()[-2 if not text.splitlines()[-1] else -1].startswith("Decided by Williams' t")
+    assert f"| personalized | {int(need['n_rms']) if np.isfinite(need['n_rms']) else 'more than 500'} |" in text
+
+
+def _gap_tail(power: pd.DataFrame) -> str:
+    g = power[(power["quantity"] == "rms_needed") & np.isclose(power["gap"], 0.5)].iloc[0]
+    if not g["possible"]:
+        return "; a Spearman gap of 0.5 is impossible at some cells' correlations"
+    if not np.isfinite(g["n_rms"]):
+        return "; a Spearman gap of 0.5 in every cell would need more than 500 RMs"
+    return f"; a Spearman gap of 0.5 in every cell would need {int(g['n_rms'])} RMs for 80% power"
+
+
+def test_verdict_html_fragment_and_forest(saved):
+    """The report's fragment: the same sentence, a table with one row per confirmatory cell and the
+    forest plot embedded as the PNG the run wrote."""
+    import base64
+
+    frag = saved["verdict_html"]
+    sentence = _opening(saved["summary"]).splitlines()[0]
+    assert f"<strong>Verdict.</strong> {sentence}" in frag
+    assert frag.count('<table class="prbench-verdict">') == 1 and frag.count("<tr>") == 2
+    assert base64.b64encode(saved["forest"]).decode() in frag
+    assert saved["forest"][:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_rerun_gives_identical_tables(opposed, saved, tmp_path):
     out = tmp_path
     run_correlations(opposed["rms"], opposed["pair_files"], opposed["downstream"], out / "t.csv", out / "s.md",
                      out / "i.csv", n_boot=100, n_perm=100, rbo_p=0.9, ci=0.95, seed=0,
-                     out_comparisons=out / "c.csv", out_power=out / "p.csv", power_sims=50, signals=SIGNALS)
+                     out_comparisons=out / "c.csv", out_power=out / "p.csv", power_sims=50, signals=SIGNALS,
+                     out_verdict=out / "v.html")
+    assert (out / "v.html").read_text() == saved["verdict_html"].split("\n<img")[0] + "\n"
     pd.testing.assert_frame_equal(pd.read_csv(out / "c.csv"), saved["comparisons"])
     pd.testing.assert_frame_equal(pd.read_csv(out / "t.csv"), saved["table"])
     pd.testing.assert_frame_equal(pd.read_csv(out / "p.csv"), saved["power"])
@@ -354,8 +352,8 @@ def test_exact_permutations_cover_every_ranking():
 
 
 def test_html_report_opens_with_the_verdict(saved, tmp_path, monkeypatch):
-    """report/workflow.rst (the report's first text) includes the summary's verdict paragraph:
-    rendered as Snakemake renders it (Jinja, then docutils, in the working directory)."""
+    """report/workflow.rst (the report's first text) includes the verdict fragment (sentence, table,
+    forest plot): rendered as Snakemake renders it (Jinja, then docutils, in the working directory)."""
     import types
 
     import jinja2
@@ -366,14 +364,18 @@ def test_html_report_opens_with_the_verdict(saved, tmp_path, monkeypatch):
     tables = tmp_path / "results" / "tables"
     tables.mkdir(parents=True)
     (tables / "correlation_summary.md").write_text(saved["summary"], encoding="utf-8")
+    (tables / "verdict.html").write_text(saved["verdict_html"], encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     cfg = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
     text = jinja2.Environment(trim_blocks=True, lstrip_blocks=True).from_string(
         (REPO / "report" / "workflow.rst").read_text()).render(snakemake=types.SimpleNamespace(config=cfg))
     html = publish_parts(text, writer_name="html", settings_overrides={"halt_level": 2})["html_body"]
-    first = re.search(r"<p>(.*?)</p>", html, re.S).group(1)
-    assert first.startswith("<strong>Verdict.</strong>")
-    assert "personalized predicts better than general" in first
+    body = html.strip().removeprefix('<div class="document">').lstrip()
+    assert body.startswith('<p class="prbench-verdict-sentence"><strong>Verdict.</strong>')
+    first = re.search(r"<p[^>]*>(.*?)</p>", html, re.S).group(1)
+    assert "Personalized predicts BoN better than general" in first
+    assert html.index('<table class="prbench-verdict">') < html.index('<img class="prbench-forest"') < html.index(
+        "Personalized RewardBench pipeline")
 
 
 def test_best_benchmark_without_each_rm_matches_a_scipy_loop():
@@ -412,13 +414,19 @@ def test_summary_says_whether_the_best_benchmark_holds(saved):
 
 
 def test_fdr_section_counts_the_saved_q_values(saved):
+    """BH within each family: the exploratory rows' q from their swap p (scipy), the confirmatory
+    family's from the decision test; the summary counts each."""
     comp, table = saved["comparisons"], saved["table"]
-    q = stats.false_discovery_control(comp["p_perm"].dropna(), method="bh")
-    assert comp["q_perm"].dropna().to_numpy() == pytest.approx(q)
+    ex = comp[comp["family"] == "exploratory"]
+    assert (ex["test"] == "swap_permutation").all() and ex["p"].equals(ex["p_perm"])
+    q = stats.false_discovery_control(ex["p"].dropna(), method="bh")
+    assert ex["q"].dropna().to_numpy() == pytest.approx(q)
+    assert (ex["family_size"] == len(q)).all()
     n_comp = int((q <= 0.05).sum())
     q_null = stats.false_discovery_control(table["p_null"].dropna(), method="bh")
     n_null = int((q_null <= 0.05).sum())
     text = saved["summary"]
-    assert f"- paired comparisons: {n_comp} of {len(q)} survive." in text
+    assert "- confirmatory paired comparisons (BH over the declared family): 1 of 1 survive." in text
+    assert f"- exploratory paired comparisons (BH over the exploratory rows): {n_comp} of {len(q)} survive." in text
     assert f"- coefficients beyond a random RM ranking: {n_null} of {len(q_null)} survive." in text
     assert n_comp > 0  # the opposed world has real findings

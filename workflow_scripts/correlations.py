@@ -5,6 +5,7 @@ log = start(snakemake)
 
 from prbench import partial
 from prbench.analysis.correlation import run_correlations
+from prbench.analysis.summary import VERDICT_END
 
 sm = snakemake
 p = sm.params
@@ -17,6 +18,8 @@ res = run_correlations(
     out_inputs=sm.output.inputs,
     out_comparisons=sm.output.comparisons,
     out_power=sm.output.power,
+    out_verdict=sm.output.verdict,
+    out_forest=(sm.output.forest_png, sm.output.forest_pdf),
     n_boot=p.corr["bootstrap"],
     n_perm=p.corr["permutations"],
     rbo_p=p.corr["rbo_p"],
@@ -24,15 +27,16 @@ res = run_correlations(
     fdr=p.corr["fdr"],
     min_rms=p.corr["min_rms"],
     power_sims=p.corr["power_simulations"],
+    confirmatory=p.corr["confirmatory"],
     signals={m: dict(v) for m, v in dict(p.signals).items()},
     seed=p.seed,
     bench_kinds=dict(p.bench_kinds),
     runs=[tuple(run) for run in p.run_keys],
 )
 # The summary states its n, the replicates per method and, in a partial run, the RMs left out with
-# their failed rules and logs
+# their failed rules and logs: right after the verdict, which opens it
 n_line = " ".join(x for x in (partial.n_line(list(p.rms), dict(p.missing)), res.replicates) if x)
-summary = f"{n_line}\n\n{res.summary}"
+summary = res.summary.replace(VERDICT_END, f"{VERDICT_END}\n\n{n_line}", 1) if n_line else res.summary
 with open(sm.output.summary, "w", encoding="utf-8") as fh:
     fh.write(summary if summary.endswith("\n") else summary + "\n")
 log.info("summary:\n%s", summary)

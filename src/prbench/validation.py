@@ -108,10 +108,37 @@ def _check_revisions(config: dict) -> None:
                               "which has no hub revision; remove the revision (the folder is the pin)")
 
 
+def _check_confirmatory(config: dict, methods: list[str] | None = None) -> None:
+    """Each declared verdict cell names a configured baseline (and policy) and, given the methods
+    this config runs (`prbench.downstream.enabled`; rules/common.smk passes them), one of those."""
+    cells = (config.get("correlation") or {}).get("confirmatory")
+    if cells is None:
+        return
+    if not cells:
+        raise ConfigError("config key correlation.confirmatory: an empty family decides nothing; "
+                          "use null for the default (every method's headline measure against every baseline)")
+    baselines = list((config["data"].get("baselines") or {}))
+    policies = list(config.get("policies") or {})
+    for i, cell in enumerate(cells):
+        key = f"correlation.confirmatory[{i}]"
+        if methods is not None and cell["downstream"] not in methods:
+            raise ConfigError(f"config key {key}.downstream: {cell['downstream']!r} is not a method this config runs "
+                              f"({methods})")
+        if cell["baseline"] not in baselines:
+            raise ConfigError(f"config key {key}.baseline: {cell['baseline']!r} is not in data.baselines ({baselines})")
+        if cell.get("policy") is not None and cell["policy"] not in policies:
+            raise ConfigError(f"config key {key}.policy: {cell['policy']!r} is not in policies ({policies})")
+
+
+def check_confirmatory_methods(config: dict, methods: list[str]) -> None:
+    _check_confirmatory(config, methods)
+
+
 def check_config(config: dict) -> None:
     """Checks a JSON schema cannot express. Raises ConfigError naming the key. The sections read
     with defaults are filled here (with_defaults), so an unvalidated config is checked alike."""
     _check_sections(config)
+    _check_confirmatory(config)
     bon = config["bon"]
     for k in bon["ks"]:
         if k > bon["n"]:

@@ -1,8 +1,10 @@
 """Paired comparison of the personalized benchmark with each baseline on the same downstream
 measures (`correlation_comparisons.csv`), their verdicts, and the power table
-(`correlation_power.csv`). The statistics are `prbench.analysis.inference`'s; this module picks the
-headline scores and cells, runs them over every (baseline, downstream measure, coefficient) and
-applies FDR control and the verdict rule. Called by `prbench.analysis.correlation.correlate` with its
+(`correlation_power.csv`). The descriptive statistics are `prbench.analysis.inference`'s and the
+verdict rule is `prbench.analysis.verdict`'s; this module picks the headline scores and cells, runs
+them over every (baseline, downstream measure, coefficient), splits the rows into the declared
+confirmatory family (`correlation.confirmatory`, decided by the rule) and the exploratory rest
+(their own BH, no verdict). Called by `prbench.analysis.correlation.correlate` with its
 evaluated scores (objects with `.score.key`, `.point` (R,) and `.boot` (B, R))."""
 from __future__ import annotations
 
@@ -11,16 +13,18 @@ import pandas as pd
 
 from ..downstream import SCORED_MEASURE
 from ..seeding import stable_seed
-from . import inference, rankmetrics
+from . import inference, rankmetrics, verdict
 
 PERSONALIZED = "personalized"
 COMPARISON_COLUMNS = [
     "benchmark_a", "level_a", "benchmark_b", "level_b", "policy", "downstream", "estimator", "measure", "k",
-    "coefficient", "n_rms", "value_a", "value_b", "diff", "ci_low", "ci_high", "n_boot", "p_perm", "p_williams",
-    "q_perm", "loo_min", "loo_max", "headline", "verdict", "reason",
+    "coefficient", "n_rms", "value_a", "value_b", "diff", "rho_ab", "family", "family_size", "test", "p", "q",
+    "p_floor", "ci_low", "ci_high", "ci_level", "ci_method", "boot_low", "boot_high", "n_boot", "p_perm",
+    "p_williams", "loo_min", "loo_max", "headline", "verdict", "reason",
 ]
-POWER_COLUMNS = ["benchmark_a", "benchmark_b", "quantity", "gap", "n_rms", "power", "rho_ab", "center", "alpha",
-                 "target_power", "n_sims"]
+POWER_COLUMNS = ["policy", "downstream", "estimator", "measure", "k", "benchmark_a", "benchmark_b", "quantity", "gap",
+                 "n_rms", "power", "possible", "rho_ab", "center", "fdr", "family_size", "target_power", "n_sims"]
+CONFIRMATORY, EXPLORATORY = "confirmatory", "exploratory"
 # the coefficients compared: Spearman, Pearson beside it, then every other rank coefficient
 COMPARED = ("spearman", "pearson") + tuple(c for c in rankmetrics.COEFFICIENTS if c != "spearman")
 
@@ -55,42 +59,41 @@ def _headline_cells(down: list, signals: dict | None) -> set:
     return set(cells.values())
 
 
-def decide(row: dict, fdr: float, min_rms: int) -> tuple[str, str]:
-    """("personalized" | "baseline" | "undecided", why): a side wins only when the difference
-    survives FDR control (q_perm <= fdr), its bootstrap CI excludes 0 on that side, no single
-    left-out RM flips its sign, and at least min_rms RMs are compared."""
-    diff = row["diff"]
-    if not np.isfinite(diff):
-        return "undecided", "the difference is undefined"
-    fails = []
-    if row["n_rms"] < min_rms:
-        fails.append(f"only {row['n_rms']} RMs (correlation.min_rms = {min_rms})")
-    if diff == 0:
-        fails.append("the two coefficients are equal")
-    q = row["q_perm"]
-    if not (np.isfinite(q) and q <= fdr):
-        fails.append(f"the permutation test does not survive FDR at {fdr:g}")
-    lo, hi = row["ci_low"], row["ci_high"]
-    if not (np.isfinite(lo) and ((diff > 0 and lo > 0) or (diff < 0 and hi < 0))):
-        fails.append("the bootstrap CI of the difference includes 0")
-    lmin, lmax = row["loo_min"], row["loo_max"]
-    if not (np.isfinite(lmin) and ((diff > 0 and lmin > 0) or (diff < 0 and lmax < 0))):
-        fails.append("leaving one RM out can flip or zero the sign")
-    if fails:
-        return "undecided", "; ".join(fails)
-    return ("personalized" if diff > 0 else "baseline"), "all criteria hold"
+def confirmatory_mask(table: pd.DataFrame, confirmatory: list | None) -> np.ndarray:
+    """The rows of the declared family: Spearman, the headline cell of each (policy, method),
+    personalized vs each baseline, narrowed to the entries of `correlation.confirmatory` when given
+    (each {downstream, baseline[, policy]}). An entry that matches no row is an error naming it."""
+    base = (table["coefficient"] == "spearman").to_numpy() & table["headline"].to_numpy(dtype=bool)
+    if confirmatory is None:
+        return base
+    mask = np.zeros(len(table), dtype=bool)
+    for i, entry in enumerate(confirmatory):
+        hit = base & (table["downstream"] == entry["downstream"]).to_numpy()
+        hit &= (table["benchmark_b"] == entry["baseline"]).to_numpy()
+        if entry.get("policy") is not None:
+            hit &= (table["policy"] == entry["policy"]).to_numpy()
+        if not hit.any():
+            raise ValueError(f"correlation.confirmatory[{i}] = {dict(entry)} matches no headline cell of this run "
+                             f"(methods {sorted(set(table['downstream']))}, baselines "
+                             f"{sorted(set(table['benchmark_b']))}, policies {sorted(set(table['policy']))})")
+        mask |= hit
+    return mask
 
 
-def compare_benchmarks(bench: list, down: list, coefs: dict, n_boot: int, n_perm: int,
-                       ci: float, seed: int, fdr: float, min_rms: int, signals: dict | None) -> pd.DataFrame:
+def compare_benchmarks(bench: list, down: list, coefs: dict, n_boot: int, n_perm: int, ci: float, seed: int,
+                       fdr: float, min_rms: int | None, signals: dict | None,
+                       confirmatory: list | None = None) -> pd.DataFrame:
     """The personalized benchmark's headline score against each baseline's, on every downstream
-    measure and coefficient (`inference.compare`), BH q-values over all rows, verdicts."""
+    measure and coefficient (`inference.compare`: bootstrap CI, swap p, Williams p, leave-one-RM-out).
+    The confirmatory family (`confirmatory_mask`) is decided by `verdict.decide_family` from the
+    RM-level values alone, BH over that family only; every other row is exploratory: its swap
+    permutation p under a BH of its own, no verdict."""
     heads = headline_benchmarks(bench)
     pers = [e for e in heads if e.score.key["benchmark"] == PERSONALIZED]
     others = [e for e in heads if e.score.key["benchmark"] != PERSONALIZED]
     headline = _headline_cells(down, signals)
     fns = {"pearson": inference.pearson, **coefs}
-    rows = []
+    rows, values = [], []
     for a in pers:
         for b in others:
             for d in down:
@@ -102,41 +105,71 @@ def compare_benchmarks(bench: list, down: list, coefs: dict, n_boot: int, n_perm
                             "benchmark_b": b.score.key["benchmark"], "level_b": b.score.key["level"],
                             **d.score.key, "coefficient": name, "n_rms": n,
                             "headline": dkey(d.score.key) in headline}
+                    values.append((a.point[keep], b.point[keep], d.point[keep]))
                     if n < 3:
                         rows.append({**base, "diff": float("nan"), "n_boot": 0})
                         continue
-                    fn = fns[name]
-                    rows.append({**base, **inference.compare(
-                        a.point[keep], b.point[keep], d.point[keep], a.boot[:, keep], b.boot[:, keep],
-                        d.boot[:, keep], rm_idx, fn, name, ci, n_perm,
-                        stable_seed(seed, "correlation-swap", n))})
+                    out = inference.compare(a.point[keep], b.point[keep], d.point[keep], a.boot[:, keep],
+                                            b.boot[:, keep], d.boot[:, keep], rm_idx, fns[name], name, ci, n_perm,
+                                            stable_seed(seed, "correlation-swap", n))
+                    out["boot_low"], out["boot_high"] = out.pop("ci_low"), out.pop("ci_high")
+                    rows.append({**base, **out})
     table = pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
     table["k"] = table["k"].astype("Int64")
     table["headline"] = table["headline"].astype(bool)
-    table["q_perm"] = inference.bh_qvalues(table["p_perm"].to_numpy(dtype=float))
-    verdicts = [decide(r, fdr, min_rms) for r in table.to_dict("records")]
-    table["verdict"] = [v for v, _ in verdicts]
-    table["reason"] = [w for _, w in verdicts]
+    for col in ("family", "test", "ci_method", "verdict", "reason"):
+        table[col] = table[col].astype(object)
+    conf = confirmatory_mask(table, confirmatory) if len(table) else np.zeros(0, dtype=bool)
+    table["family"] = np.where(conf, CONFIRMATORY, EXPLORATORY)
+    _exploratory(table, ~conf, ci)
+    idx = np.flatnonzero(conf)
+    if len(idx):
+        fam = verdict.decide_family([values[i] for i in idx], fdr, min_rms)
+        for col, v in (("rho_ab", fam.r_ab), ("p", fam.p), ("q", fam.q), ("p_floor", fam.floor),
+                       ("ci_low", fam.ci_low), ("ci_high", fam.ci_high), ("ci_level", fam.ci_level),
+                       ("verdict", fam.verdict), ("reason", fam.reason)):
+            table.loc[idx, col] = v
+        table.loc[idx, "family_size"] = len(idx)
+        table.loc[idx, "test"] = verdict.TEST
+        table.loc[idx, "ci_method"] = "test, family FCR level"
+    table["family_size"] = table["family_size"].astype("Int64")
     return table
 
 
-def power_table(bench: list, n_sims: int, alpha: float, seed: int) -> pd.DataFrame:
-    """Per (personalized, baseline) headline pair: `inference.power_rows` at the run's n RMs, with
-    the two benchmarks' observed Spearman correlation across RMs as their correlation."""
-    heads = headline_benchmarks(bench)
-    pers = [e for e in heads if e.score.key["benchmark"] == PERSONALIZED]
-    rows = []
-    if n_sims > 0:
-        for a in pers:
-            for b in heads:
-                if b.score.key["benchmark"] == PERSONALIZED:
-                    continue
-                keep = np.isfinite(a.point) & np.isfinite(b.point)
-                rho_ab = float(rankmetrics.spearman(a.point[keep], b.point[keep])) if keep.sum() >= 2 else np.nan
-                for r in inference.power_rows(int(keep.sum()), rho_ab, n_sims, alpha, seed):
-                    rows.append({"benchmark_a": a.score.key["benchmark"], "benchmark_b": b.score.key["benchmark"],
-                                 **r})
-    return pd.DataFrame(rows, columns=POWER_COLUMNS)
+def _exploratory(table: pd.DataFrame, mask: np.ndarray, ci: float) -> None:
+    """Exploratory rows: the swap permutation p (an approximate test), BH over the exploratory rows
+    with a finite p, the bootstrap CI shown unadjusted, no verdict."""
+    ex = np.flatnonzero(mask)
+    p = table.loc[ex, "p_perm"].to_numpy(dtype=float)
+    table.loc[ex, "test"] = "swap_permutation"
+    table.loc[ex, "p"] = p
+    table.loc[ex, "q"] = inference.bh_qvalues(p)
+    table.loc[ex, "family_size"] = int(np.isfinite(p).sum())
+    table.loc[ex, "ci_low"] = table.loc[ex, "boot_low"]
+    table.loc[ex, "ci_high"] = table.loc[ex, "boot_high"]
+    table.loc[ex, "ci_level"] = ci
+    table.loc[ex, "ci_method"] = "bootstrap, unadjusted"
+    table.loc[ex, "verdict"] = EXPLORATORY
+    table.loc[ex, "reason"] = "not in the confirmatory family: no verdict"
+
+
+def power_table(comparisons: pd.DataFrame, n_sims: int, fdr: float, seed: int,
+                min_rms: int | None = None) -> pd.DataFrame:
+    """Per confirmatory cell, the power of the verdict rule itself (`verdict.power_rows`), centred on
+    the cell's mean Spearman coefficient and its benchmarks' inter-correlation, at the family's size."""
+    conf = comparisons[comparisons["family"] == CONFIRMATORY] if len(comparisons) else comparisons
+    if n_sims <= 0 or conf.empty:
+        return pd.DataFrame(columns=POWER_COLUMNS)
+    cells = [{"center": (r["value_a"] + r["value_b"]) / 2, "rho_ab": r["rho_ab"], "n": r["n_rms"],
+              "diff": r["diff"]} for _, r in conf.iterrows()]
+    out = verdict.power_rows(cells, n_sims, fdr, seed, min_rms)
+    per_cell = len(out) // len(cells)
+    keys = ["policy", "downstream", "estimator", "measure", "k", "benchmark_a", "benchmark_b"]
+    rows = [{**{k: r[k] for k in keys}, **p} for j, (_, r) in enumerate(conf.iterrows())
+            for p in out[j * per_cell:(j + 1) * per_cell]]
+    table = pd.DataFrame(rows, columns=POWER_COLUMNS)
+    table["k"] = table["k"].astype("Int64")
+    return table
 
 
 def best_without_one_rm(rms: list[str], bench: list, down: list, coefs: dict) -> dict:

@@ -57,7 +57,6 @@ from .comparison import (  # noqa: F401  (the comparison table's contract, re-ex
     POWER_COLUMNS,
     best_without_one_rm,
     compare_benchmarks,
-    decide,
     dkey,
     power_table,
 )
@@ -73,7 +72,7 @@ from .scores import (  # noqa: F401  (re-exported: the stage's score types)
     mean_over_replicates,
     replicate_sd,
 )
-from .summary import summarize
+from .summary import summarize, verdict_html
 
 log = logging.getLogger("prbench.analysis.correlation")
 
@@ -361,15 +360,18 @@ def correlate(
     seed: int = 0,
     rbo_ties: str = "w",
     fdr: float = 0.05,
-    min_rms: int = 6,
+    min_rms: int | None = None,
     power_sims: int = 1000,
     signals: dict | None = None,
+    confirmatory: list | None = None,
 ) -> Result:
     """Every coefficient for every (benchmark score, downstream measure) pair, with CIs, p-values,
     its null under a random RM ranking and its leave-one-RM-out range; the paired comparisons of
     the personalized benchmark with each baseline, their FDR control and verdicts, and the power
-    table (`prbench.analysis.inference`). signals: {method: {"estimator", "k"}}, the headline cell
-    of each method (its judge score at that estimator and k; default: the first in table order)."""
+    table (`prbench.analysis.inference`, `prbench.analysis.verdict`). signals: {method: {"estimator", "k"}},
+    the headline cell of each method (its judge score at that estimator and k; default: the first in
+    table order); confirmatory: the declared family (`correlation.confirmatory`; None = every
+    method's headline cell against every baseline, Spearman)."""
     bench, down = evaluate_scores(col, n_boot, seed)
     rows, boots, undefined = [], {}, {}
     null_cache: dict = {}
@@ -391,8 +393,8 @@ def correlate(
     table["k"] = table["k"].astype("Int64")
     table["q_null"] = inference.bh_qvalues(table["p_null"].to_numpy())
     comparisons = compare_benchmarks(bench, down, coefs, n_boot=n_boot, n_perm=n_perm, ci=ci, seed=seed,
-                                     fdr=fdr, min_rms=min_rms, signals=signals)
-    power = power_table(bench, power_sims, alpha=1.0 - ci, seed=seed)
+                                     fdr=fdr, min_rms=min_rms, signals=signals, confirmatory=confirmatory)
+    power = power_table(comparisons, power_sims, fdr=fdr, seed=seed, min_rms=min_rms)
 
     inputs = _inputs_table(col, bench, down, ci)
     replicated = [downstream.label(m) for m, c in replicate_counts(col).items() if c[-1] > 1]
@@ -420,13 +422,16 @@ def run_correlations(
     out_comparisons: str | Path | None = None,
     out_power: str | Path | None = None,
     fdr: float = 0.05,
-    min_rms: int = 6,
+    min_rms: int | None = None,
     power_sims: int = 1000,
     signals: dict | None = None,
+    confirmatory: list | None = None,
+    out_verdict: str | Path | None = None,
+    out_forest: tuple | None = None,
 ) -> Result:
     """Entry point of rule `correlations`: read, correlate, write the outputs (the comparison and
-    power tables when their paths are given). downstream_tables: (method, path of its measure
-    table), in registry order."""
+    power tables, the forest plot (png, pdf) and the report's verdict fragment when their paths are
+    given). downstream_tables: (method, path of its measure table), in registry order."""
     col = collect(rms, pair_files, downstream_tables, bench_kinds, runs)
     log.info("%d RMs, %d benchmark scores, %d downstream measures, units per stratum: %s",
              len(rms), len(col.benchmarks), len(col.downstream),
@@ -434,7 +439,7 @@ def run_correlations(
     for note in col.notes:
         log.warning(note)
     res = correlate(col, n_boot=n_boot, n_perm=n_perm, rbo_p=rbo_p, ci=ci, seed=seed, fdr=fdr, min_rms=min_rms,
-                    power_sims=power_sims, signals=signals)
+                    power_sims=power_sims, signals=signals, confirmatory=confirmatory)
     # 12 significant digits: the precision at which values are ties (rankmetrics.snap), so every
     # coefficient can be recomputed from correlation_inputs.csv with its ties
     write_csv(out_table, res.table, float_format="%.12g")
@@ -445,5 +450,12 @@ def run_correlations(
         write_csv(out_power, res.power, float_format="%.12g")
     Path(out_summary).parent.mkdir(parents=True, exist_ok=True)
     Path(out_summary).write_text(res.summary + "\n", encoding="utf-8")
+    if out_forest is not None:
+        from .figures import plot_forest  # matplotlib only where the figure is asked for
+
+        plot_forest(res.comparisons, *out_forest)
+    if out_verdict is not None:
+        forest = Path(out_forest[0]).read_bytes() if out_forest is not None else None
+        Path(out_verdict).write_text(verdict_html(res.comparisons, res.power, fdr, forest), encoding="utf-8")
     log.info("wrote %d correlation rows", len(res.table))
     return res

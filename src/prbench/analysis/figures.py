@@ -349,6 +349,32 @@ def plot_correlations(corr_csv, png, pdf, signals: dict | None = None, measure: 
     _save(fig, png, pdf)
 
 
+def plot_forest(comparisons: pd.DataFrame, png, pdf) -> None:
+    """The confirmatory cells' Spearman differences (personalized - baseline) with the verdict test's
+    own interval at the family's level, one row per cell, labelled with its verdict."""
+    conf = comparisons[comparisons["family"] == "confirmatory"].reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.55 * max(len(conf), 1)))
+    labels = []
+    for i, r in conf.iterrows():
+        y = len(conf) - 1 - i
+        color = {"personalized": "tab:green", "baseline": "tab:red"}.get(r["verdict"], "0.35")
+        if np.isfinite(r["ci_low"]):
+            ax.plot([r["ci_low"], r["ci_high"]], [y, y], color=color, linewidth=2.2, solid_capstyle="butt")
+        ax.plot([r["diff"]], [y], "o", color=color, markersize=7)
+        k = "" if pd.isna(r["k"]) else f" k={int(r['k'])}"
+        labels.append((y, f"{r['downstream']}{k} vs {r['benchmark_b']}: {r['verdict']}"))
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_yticks([y for y, _ in labels], [t for _, t in labels])
+    ax.set_xlim(-2.05, 2.05)
+    ax.set_ylim(-0.7, max(len(conf), 1) - 0.3)
+    ax.set_xlabel("Spearman difference, personalized - baseline (interval: the test's, family level)")
+    ax.grid(axis="x", alpha=0.3)
+    if conf.empty:
+        ax.text(0, 0, "no confirmatory cell", ha="center", va="center")
+    fig.tight_layout()
+    _save(fig, png, pdf)
+
+
 # ---- 5. training curves of a trained-policy method (PPO, GRPO) -----------------------------------
 
 

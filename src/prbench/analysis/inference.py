@@ -12,10 +12,10 @@ could detect, and which findings survive false-discovery-rate control.
                       a permutation test of the difference that swaps A's and B's ranks within each
                       RM (exact over all 2^n swaps when n <= `EXACT_SWAP_MAX_N`, else `n_perm` seeded
                       draws), and for Spearman and Pearson the Williams (1959) t-test for dependent,
-                      overlapping correlations (Steiger 1980, eq. 7).
-* `power_table`       by simulation from a trivariate normal: the smallest Spearman gap the run's n
-                      RMs detect with 80% power, and the number of RMs gaps of 0.2, 0.3, 0.5 need.
+                      overlapping correlations (Steiger 1980, eq. 7), uncorrected (descriptive).
 * `bh_qvalues`        Benjamini-Hochberg adjusted p-values.
+
+The verdict rule, its decision test and its power are `prbench.analysis.verdict`'s.
 
 Every random draw is seeded from the run's seed and a stable string (`prbench.seeding.stable_seed`).
 """
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 
 import numpy as np
 from scipy import stats as sps
@@ -36,10 +35,6 @@ EXACT_MAX_N = 7  # n! <= 5040 rankings: enumerate them all (8! = 40320 costs min
 EXACT_SWAP_MAX_N = 10  # 2^n <= 1024 swap patterns: enumerate them all
 RANK_ONLY = ("spearman", "kendall_tau_b", "weighted_tau", "rbo")  # depend on the scores' rankings only
 NORMALISED = ("ndcg", "rbo")  # reported as (value - null mean) / (1 - null mean) too
-POWER_TARGET = 0.8
-POWER_GAPS = (0.2, 0.3, 0.5)
-POWER_CENTER = 0.25  # the two population Spearman correlations are CENTER +- gap/2
-POWER_N_GRID = tuple(range(4, 31)) + tuple(range(35, 101, 5)) + tuple(range(120, 301, 20)) + (350, 400, 500)
 
 
 def pearson(x, y):
@@ -251,77 +246,3 @@ def bh_qvalues(p) -> np.ndarray:
     ranked = p[order] * m / np.arange(1, m + 1)
     q[order] = np.minimum(1.0, np.minimum.accumulate(ranked[::-1])[::-1])
     return q
-
-
-# ---- power by simulation -------------------------------------------------------------------------
-
-
-def spearman_to_pearson(rho: float) -> float:
-    """The Pearson correlation of a bivariate normal whose Spearman correlation is rho."""
-    return 2.0 * math.sin(math.pi * rho / 6.0)
-
-
-def _ranks_no_ties(a: np.ndarray) -> np.ndarray:
-    return np.argsort(np.argsort(a, axis=-1), axis=-1).astype(float)
-
-
-def simulated_power(gap: float, rho_ab: float, n: int, n_sims: int, alpha: float, seed: int,
-                    center: float = POWER_CENTER) -> float:
-    """Share of `n_sims` samples of n RMs in which the Williams test on the Spearman coefficients
-    rejects rho_ya = rho_yb at `alpha` (two-sided), when the population Spearman correlations are
-    rho_ya = center + gap/2, rho_yb = center - gap/2 and rho_ab (trivariate normal scores).
-    NaN when that correlation matrix is impossible (not positive definite) or n < 4."""
-    if n < 4 or n_sims <= 0:
-        return float("nan")
-    s_ya, s_yb = center + gap / 2, center - gap / 2
-    r = [spearman_to_pearson(v) for v in (s_ya, s_yb, rho_ab)]
-    cov = np.array([[1, r[0], r[1]], [r[0], 1, r[2]], [r[1], r[2], 1]])
-    if np.linalg.eigvalsh(cov).min() <= 1e-9:
-        return float("nan")
-    rng = np.random.default_rng(stable_seed(seed, "correlation-power", round(gap, 6), round(rho_ab, 6), n))
-    z = rng.standard_normal((n_sims, n, 3)) @ np.linalg.cholesky(cov).T
-    ranks = _ranks_no_ties(np.moveaxis(z, -1, 1))  # (n_sims, 3, n)
-    c = ranks - ranks.mean(-1, keepdims=True)
-    norm = np.sqrt((c * c).sum(-1))
-    y, a, b = c[:, 0], c[:, 1], c[:, 2]
-    r_ya = (y * a).sum(-1) / (norm[:, 0] * norm[:, 1])
-    r_yb = (y * b).sum(-1) / (norm[:, 0] * norm[:, 2])
-    r_ab = (a * b).sum(-1) / (norm[:, 1] * norm[:, 2])
-    _, p = williams_test(r_ya, r_yb, r_ab, n)
-    return float(np.mean(p < alpha))
-
-
-def rms_needed(gap: float, rho_ab: float, n_sims: int, alpha: float, seed: int) -> tuple[int, float] | None:
-    """(index into POWER_N_GRID, power) of the smallest grid n with power >= POWER_TARGET, by
-    bisection (power grows with n); None when even the largest n falls short."""
-    lo, hi, found = 0, len(POWER_N_GRID) - 1, None
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        pw = simulated_power(gap, rho_ab, POWER_N_GRID[mid], n_sims, alpha, seed)
-        if np.isfinite(pw) and pw >= POWER_TARGET:
-            found, hi = (mid, pw), mid - 1
-        else:
-            lo = mid + 1
-    return found
-
-
-def power_rows(n: int, rho_ab: float, n_sims: int, alpha: float, seed: int) -> list[dict]:
-    """The smallest detectable gap at n (grid 0.05..1.00) and the RMs each of POWER_GAPS needs
-    (the smallest n of POWER_N_GRID with power >= POWER_TARGET, by bisection: power grows with n)."""
-    rho_ab = float(np.clip(rho_ab, -0.9, 0.9)) if np.isfinite(rho_ab) else 0.0
-    base = {"rho_ab": rho_ab, "center": POWER_CENTER, "alpha": alpha, "target_power": POWER_TARGET,
-            "n_sims": n_sims}
-    rows = []
-    best = {"gap": float("nan"), "n_rms": n, "power": float("nan")}
-    for gap in np.round(np.arange(0.05, 1.0001, 0.05), 2):
-        pw = simulated_power(float(gap), rho_ab, n, n_sims, alpha, seed)
-        if np.isfinite(pw) and pw >= POWER_TARGET:
-            best = {"gap": float(gap), "n_rms": n, "power": pw}
-            break
-    rows.append({**base, "quantity": "min_gap", **best})
-    for gap in POWER_GAPS:
-        found = rms_needed(gap, rho_ab, n_sims, alpha, seed)
-        rows.append({**base, "quantity": "rms_needed", "gap": gap,
-                     "n_rms": POWER_N_GRID[found[0]] if found else float("nan"),
-                     "power": found[1] if found else float("nan")})
-    return rows

@@ -3,12 +3,15 @@ measure and coefficient, the benchmark (headline level) that correlates best, it
 whether the lead holds under the question bootstrap. Written by `prbench.analysis.correlation`."""
 from __future__ import annotations
 
+import base64
+import html as html_mod
+
 import numpy as np
 import pandas as pd
 
 from .. import downstream
 from ..stats import percentile_interval
-from . import inference
+from . import inference, verdict
 
 DOWNSTREAM_KEY = ["policy", "downstream", "estimator", "measure", "k"]
 
@@ -64,17 +67,24 @@ def _preamble(ci: float, settings: dict) -> list[str]:
         "`p` = P(null >= value), one-sided. NDCG and RBO are also given normalised, "
         "(value - null mean) / (1 - null mean), since both are high even for a random ranking. "
         "About these n RMs, like `p`.",
-        "- **Paired comparison** (personalized vs each baseline, same downstream scores): the difference of "
-        "the two coefficients; its CI from a bootstrap that resamples RMs with replacement (a repeated RM is a "
-        "tie) jointly with the questions, so it covers which RMs were chosen as well as question sampling; a "
-        "permutation test swapping the two benchmarks' ranks within each RM (exact over all 2^n swaps when "
-        f"n <= {inference.EXACT_SWAP_MAX_N}); for Spearman and Pearson the Williams t-test for dependent "
-        "overlapping correlations.",
-        "- **Leave-one-RM-out**: the range of a coefficient (or difference) over the n runs without one RM; "
-        "`best without any one RM` says whether the best benchmark stays best without each RM in turn. "
-        f"**FDR**: Benjamini-Hochberg q-values over all paired comparisons and over all null tests, at "
-        f"{settings['fdr']:g}. **Power**: simulated (trivariate normal, {settings.get('power_sims')} "
-        "draws), for the Williams test on Spearman's rho.",
+        "- **The verdict** (personalized vs each baseline, same downstream scores): the cells declared in "
+        "`correlation.confirmatory` (default: each method's headline measure, Spearman, against each baseline) "
+        f"form one family. Each is decided by {verdict.TEST_LABEL} (an approximation: Williams' t assumes normal "
+        "scores, the correction is a large-sample one for ranks), Benjamini-Hochberg over that family only at "
+        f"q <= {settings['fdr']:g}; a cell with fewer than {verdict.MIN_RMS} RMs, or whose smallest attainable p "
+        "(`p_floor`) is above that level, is `cannot decide`. The interval beside a verdict is the test's own "
+        "at the family's false-coverage level.",
+        "- **Exploratory comparisons** (every other measure, estimator, k, coefficient): no verdict; the swap "
+        "permutation p (swapping the two benchmarks' ranks within each RM: approximate, swapped rank vectors are "
+        f"no longer rankings; exact enumeration when n <= {inference.EXACT_SWAP_MAX_N}) under a BH of their own; "
+        "their interval is the joint RM+question bootstrap (RMs resampled with replacement, a repeated RM is a "
+        "tie), unadjusted. Williams' p (uncorrected) is shown for Spearman and Pearson.",
+        "- **Leave-one-RM-out**: the range of a coefficient (or difference) over the n runs without one RM, "
+        "descriptive only; `best without any one RM` says whether the best benchmark stays best without each RM "
+        "in turn. **Null tests**: Benjamini-Hochberg q-values over all of them. **Power** (`correlation_power.csv`): "
+        f"the verdict rule itself simulated ({settings.get('power_sims')} draws of normal scores per point) at "
+        "each confirmatory cell's mean coefficient and inter-correlation, every cell of the family carrying the "
+        "same gap.",
         "",
     ]
 
@@ -143,62 +153,155 @@ def _p(v) -> str:
     return "nan" if not np.isfinite(v) else f"{v:.3f}"
 
 
-def _verdict_words(row) -> str:
-    if row["verdict"] == "personalized":
-        return f"personalized predicts better than {row['benchmark_b']}"
-    if row["verdict"] == "baseline":
-        return f"{row['benchmark_b']} predicts better than personalized"
-    return f"undecided ({row['reason']})"
+def _pv(v) -> str:
+    """A p or q value: 3 decimals, or 2 significant digits below 0.001."""
+    return "nan" if not np.isfinite(v) else f"{v:.3f}" if v >= 0.001 else f"{v:.1e}"
 
 
-def verdict_paragraph(table: pd.DataFrame, comparisons: pd.DataFrame, power: pd.DataFrame, ci: float,
-                      fdr: float) -> str:
-    """One paragraph answering the paper's question for this run, from the saved tables only:
-    every number is a value of correlations.csv, correlation_comparisons.csv or
-    correlation_power.csv (rounded), or a count of their rows. Plain text that is also valid
-    reStructuredText (the HTML report includes it)."""
-    pct = int(round(ci * 100))
+def _confirmatory(comparisons: pd.DataFrame | None) -> pd.DataFrame:
     if comparisons is None or comparisons.empty:
-        return ("**Verdict.** No baseline benchmark to compare the personalized benchmark with "
-                "(or no personalized benchmark): this run cannot answer which benchmark predicts downstream "
-                "quality better.")
-    head = comparisons[comparisons["headline"].astype(bool) & (comparisons["coefficient"] == "spearman")]
-    baselines = list(dict.fromkeys(comparisons["benchmark_b"]))
-    n_rms = sorted(set(int(n) for n in comparisons["n_rms"]))
-    parts = [f"**Verdict.** Does the personalized benchmark predict downstream quality better than "
-             f"{', '.join(baselines)} across this run's {'/'.join(map(str, n_rms))} RMs?"]
-    for _, r in head.iterrows():
-        label = downstream.measure_label(r["downstream"], r["estimator"], r["measure"],
-                                         None if pd.isna(r["k"]) else int(r["k"]))
-        parts.append(
-            f"{label} ({r['policy']}): Spearman {_fmt(r['value_a'])} for personalized vs {_fmt(r['value_b'])} for "
-            f"{r['benchmark_b']}, difference {_fmt(r['diff'])}, {pct}% CI [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] "
-            f"(bootstrap over RMs and questions), swap-permutation p = {_p(r['p_perm'])}, BH q = {_p(r['q_perm'])}, "
-            f"Williams p = {_p(r['p_williams'])}, leave-one-RM-out difference {_fmt(r['loo_min'])} to "
-            f"{_fmt(r['loo_max'])}: {_verdict_words(r)}.")
-    tested = comparisons[np.isfinite(comparisons["q_perm"].astype(float))]
-    surv = tested[tested["q_perm"] <= fdr]
-    nulls = table[np.isfinite(table["q_null"].astype(float))]
-    parts.append(
-        f"Across all {len(tested)} paired comparisons (every method, estimator, k, coefficient and baseline), "
-        f"{len(surv)} survive Benjamini-Hochberg FDR at {fdr:g} ({int((surv['diff'] > 0).sum())} favour personalized, "
-        f"{int((surv['diff'] < 0).sum())} a baseline); {int((nulls['q_null'] <= fdr).sum())} of the {len(nulls)} "
-        "coefficients tested against a random RM ranking survive.")
-    if power is not None and not power.empty:
-        for b, grp in power.groupby("benchmark_b", sort=False):
-            g = grp[grp["quantity"] == "min_gap"].iloc[0]
-            need = grp[grp["quantity"] == "rms_needed"]
-            first = (f"the smallest Spearman gap to {b} detectable with {int(round(g['target_power'] * 100))}% power "
-                     f"at {int(g['n_rms'])} RMs is {g['gap']:.2f}" if np.isfinite(g["gap"])
-                     else f"no Spearman gap to {b} up to 1.00 is detectable with "
-                          f"{int(round(g['target_power'] * 100))}% power at {int(g['n_rms'])} RMs")
-            needs = ", ".join(f"{r['gap']:.1f} needs {int(r['n_rms'])} RMs" if np.isfinite(r["n_rms"])
-                              else f"{r['gap']:.1f} needs more than 500 RMs" for _, r in need.iterrows())
-            parts.append(f"What would change the verdict: {first} (Williams test at alpha {g['alpha']:.2f}, "
-                         f"{int(g['n_sims'])} simulations); a gap of {needs}.")
-    parts.append(f"A side wins only when its lead survives FDR (q <= {fdr:g}), its CI excludes 0 and no single "
-                 "left-out RM flips it.")
-    return " ".join(parts)
+        return pd.DataFrame(columns=list(comparisons.columns) if comparisons is not None else [])
+    return comparisons[comparisons["family"] == "confirmatory"]
+
+
+def _method(row, many_policies: bool) -> str:
+    text = downstream.label(row["downstream"])
+    return f"{text} ({row['policy']})" if many_policies else text
+
+
+def _power_rows(power: pd.DataFrame | None, row, quantity: str, gap=None) -> pd.DataFrame:
+    if power is None or power.empty:
+        return pd.DataFrame()
+    sel = power[(power["quantity"] == quantity) & (power["downstream"] == row["downstream"])
+                & (power["policy"] == row["policy"]) & (power["benchmark_b"] == row["benchmark_b"])]
+    if gap is not None:
+        sel = sel[np.isclose(sel["gap"].astype(float), gap)]
+    return sel
+
+
+def _needed(sel: pd.DataFrame) -> str:
+    """'25', 'more than 500' or 'impossible' (no correlation matrix has that gap), '-' without a row."""
+    if sel.empty:
+        return "-"
+    r = sel.iloc[0]
+    if not bool(r["possible"]):
+        return "impossible"
+    return str(int(r["n_rms"])) if np.isfinite(r["n_rms"]) else f"more than {verdict.POWER_N_GRID[-1]}"
+
+
+def verdict_sentence(comparisons: pd.DataFrame | None, power: pd.DataFrame | None, fdr: float) -> str:
+    """The answer in one plain sentence, from the saved comparison and power tables only: which
+    confirmatory cells were decided and for whom, why the others were not, and how many RMs a
+    Spearman gap of 0.5 in every cell would need."""
+    conf = _confirmatory(comparisons)
+    if conf.empty:
+        return ("No verdict: this run has no confirmatory cell (no baseline, no personalized benchmark or no "
+                "downstream method), so it cannot say which benchmark predicts downstream quality better.")
+    many = conf["policy"].nunique() > 1
+    wins, rest = [], []
+    for _, r in conf.iterrows():
+        m = _method(r, many)
+        if r["verdict"] in ("personalized", "baseline"):
+            win, lose = ("personalized", r["benchmark_b"]) if r["verdict"] == "personalized" else (
+                r["benchmark_b"], "personalized")
+            wins.append(f"{win} predicts {m} better than {lose} (Spearman {_fmt(r['value_a'])} vs "
+                        f"{_fmt(r['value_b'])}, q = {_pv(r['q'])})")
+        else:
+            rest.append((m, r))
+    parts = []
+    if wins:
+        parts.append("; ".join(wins)[0].upper() + "; ".join(wins)[1:])
+    if rest:
+        names = list(dict.fromkeys(m for m, _ in rest))
+        whys = []
+        cannot = [r for _, r in rest if r["verdict"] == "cannot decide"]
+        if cannot:
+            ns = "/".join(str(int(n)) for n in sorted({int(r["n_rms"]) for r in cannot}))
+            few = [r for r in cannot if int(r["n_rms"]) < verdict.MIN_RMS]
+            whys.append(f"at {ns} RMs the rule cannot decide" + (
+                f" (its test holds from {verdict.MIN_RMS} RMs on)" if few else
+                f" (the smallest p these RMs allow is above {fdr:g})"))
+        undecided = [r for _, r in rest if r["verdict"] == "undecided"]
+        if undecided:
+            qmin = min(float(r["q"]) for r in undecided)
+            whys.append(f"no q reaches {fdr:g} (smallest q {qmin:.3f})")
+        if any(r["verdict"] == "undefined" for _, r in rest):
+            whys.append("some coefficients are undefined (a side constant across the RMs)")
+        parts.append(f"{'no' if wins else 'No'} decision on {_join(names)}: {'; '.join(whys)}")
+    need = [_needed(_power_rows(power, r, "rms_needed", 0.5)) for _, r in conf.iterrows()]
+    if need and "-" not in need:
+        if "impossible" in need:
+            tail = "a Spearman gap of 0.5 is impossible at some cells' correlations"
+        elif any(x.startswith("more") for x in need):
+            tail = f"a Spearman gap of 0.5 in every cell would need more than {verdict.POWER_N_GRID[-1]} RMs"
+        else:
+            tail = (f"a Spearman gap of 0.5 in every cell would need {max(int(x) for x in need)} RMs for "
+                    f"{int(round(verdict.POWER_TARGET * 100))}% power")
+        parts.append(tail)
+    return "; ".join(parts) + "."
+
+
+def _join(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+VERDICT_HEAD = ["downstream", "baseline", "n RMs", "Spearman personalized", "Spearman baseline",
+                "difference [interval]", "p", "q", "verdict", "RMs needed for this gap"]
+
+
+def verdict_rows(comparisons: pd.DataFrame | None, power: pd.DataFrame | None) -> list[list[str]]:
+    """One row per confirmatory cell (VERDICT_HEAD): the coefficients, their difference with the
+    test's own interval at the family's level, p, q, the verdict, and the RMs the rule would need
+    for 80% power at the observed gap."""
+    conf = _confirmatory(comparisons)
+    many = conf["policy"].nunique() > 1 if not conf.empty else False
+    out = []
+    for _, r in conf.iterrows():
+        interval = "-" if not np.isfinite(r["ci_low"]) else (
+            f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] ({100 * float(r['ci_level']):.1f}%)")
+        out.append([downstream.measure_label(r["downstream"], r["estimator"], r["measure"],
+                                             None if pd.isna(r["k"]) else int(r["k"])) + (
+                        f" ({r['policy']})" if many else ""),
+                    str(r["benchmark_b"]), str(int(r["n_rms"])), _fmt(r["value_a"]), _fmt(r["value_b"]),
+                    f"{_fmt(r['diff'])} {interval}", _pv(r["p"]), _pv(r["q"]), str(r["verdict"]),
+                    _needed(_power_rows(power, r, "rms_needed_observed"))])
+    return out
+
+
+def verdict_block(comparisons: pd.DataFrame | None, power: pd.DataFrame | None, fdr: float) -> str:
+    """The summary's opening: the sentence and the verdict table (markdown)."""
+    lines = [verdict_sentence(comparisons, power, fdr)]
+    rows = verdict_rows(comparisons, power)
+    if rows:
+        lines += ["", "| " + " | ".join(VERDICT_HEAD) + " |", "|" + "---|" * len(VERDICT_HEAD)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines += ["", f"Decided by {verdict.TEST_LABEL} (an approximation), Benjamini-Hochberg over the "
+                  f"{len(rows)} confirmatory cells at q <= {fdr:g}; the interval is the test's own at the family's "
+                  "false-coverage level, so it excludes 0 exactly when a cell is decided."]
+    return "\n".join(lines)
+
+
+def verdict_html(comparisons: pd.DataFrame | None, power: pd.DataFrame | None, fdr: float,
+                 forest_png: bytes | None = None) -> str:
+    """The report's landing-page fragment: the sentence, the verdict table and the forest plot of
+    the confirmatory differences (embedded PNG)."""
+    esc = html_mod.escape
+    parts = [f'<p class="prbench-verdict-sentence"><strong>Verdict.</strong> '
+             f'{esc(verdict_sentence(comparisons, power, fdr))}</p>']
+    rows = verdict_rows(comparisons, power)
+    if rows:
+        head = "".join(f"<th>{esc(h)}</th>" for h in VERDICT_HEAD)
+        body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+        parts.append(f'<table class="prbench-verdict"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
+        parts.append(f"<p>Decided by {esc(verdict.TEST_LABEL)} (an approximation), Benjamini-Hochberg over the "
+                     f"{len(rows)} confirmatory cells at q &lt;= {fdr:g}; intervals are the test's own at the "
+                     "family's false-coverage level. Every other cell is exploratory "
+                     "(<code>correlation_comparisons.csv</code>).</p>")
+    if forest_png:
+        data = base64.b64encode(forest_png).decode("ascii")
+        parts.append(f'<img class="prbench-forest" alt="forest plot of the confirmatory differences" '
+                     f'style="max-width: 720px; width: 100%" src="data:image/png;base64,{data}">')
+    return "\n".join(parts) + "\n"
 
 
 def _comparison_section(comparisons: pd.DataFrame, ci: float) -> list[str]:
@@ -206,15 +309,20 @@ def _comparison_section(comparisons: pd.DataFrame, ci: float) -> list[str]:
         return []
     pct = int(round(ci * 100))
     lines = ["## Personalized vs each baseline, paired (headline measures)", "",
-             f"| downstream | baseline | coefficient | n RMs | personalized | baseline | diff [{pct}% CI] | p perm "
-             "| p Williams | q (BH) | leave-one-RM-out diff | verdict |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "Confirmatory rows carry the verdict (their interval: the test's own at the family's level); "
+             f"exploratory rows are descriptive (their interval: the joint RM+question bootstrap, {pct}%, "
+             "unadjusted; q: BH over the exploratory rows).", "",
+             "| downstream | baseline | coefficient | family | n RMs | personalized | baseline | diff [interval] "
+             f"| bootstrap {pct}% (unadjusted) | test | p | q | p swap | p Williams | leave-one-RM-out diff "
+             "| verdict |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in comparisons[comparisons["headline"].astype(bool)].iterrows():
         label = downstream.measure_label(r["downstream"], r["estimator"], r["measure"],
                                          None if pd.isna(r["k"]) else int(r["k"]))
-        lines.append(f"| {label} | {r['benchmark_b']} | {r['coefficient']} | {r['n_rms']} | {_fmt(r['value_a'])} "
-                     f"| {_fmt(r['value_b'])} | {_fmt(r['diff'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] "
-                     f"| {_p(r['p_perm'])} | {_p(r['p_williams'])} | {_p(r['q_perm'])} "
+        lines.append(f"| {label} | {r['benchmark_b']} | {r['coefficient']} | {r['family']} | {r['n_rms']} "
+                     f"| {_fmt(r['value_a'])} | {_fmt(r['value_b'])} | {_fmt(r['diff'])} [{_fmt(r['ci_low'])}, "
+                     f"{_fmt(r['ci_high'])}] | [{_fmt(r['boot_low'])}, {_fmt(r['boot_high'])}] | {r['test']} "
+                     f"| {_p(r['p'])} | {_p(r['q'])} | {_p(r['p_perm'])} | {_p(r['p_williams'])} "
                      f"| {_fmt(r['loo_min'])} to {_fmt(r['loo_max'])} | {r['verdict']} |")
     lines += ["", "Every measure, estimator, k and coefficient: `correlation_comparisons.csv`.", ""]
     return lines
@@ -224,8 +332,12 @@ def _fdr_section(table: pd.DataFrame, comparisons: pd.DataFrame, fdr: float, lim
     """The findings that survive Benjamini-Hochberg FDR control: paired comparisons and coefficients
     beyond a random RM ranking (at most `limit` of each, smallest q first)."""
     lines = [f"## Findings that survive FDR at {fdr:g}", ""]
-    comp = comparisons if comparisons is not None else pd.DataFrame(columns=["q_perm"])
-    groups = (("paired comparisons", comp, "q_perm"), ("coefficients beyond a random RM ranking", table, "q_null"))
+    comp = comparisons if comparisons is not None else pd.DataFrame(columns=["q", "family"])
+    groups = (("confirmatory paired comparisons (BH over the declared family)",
+               comp[comp["family"] == "confirmatory"], "q"),
+              ("exploratory paired comparisons (BH over the exploratory rows)", comp[comp["family"] == "exploratory"],
+               "q"),
+              ("coefficients beyond a random RM ranking", table, "q_null"))
     for what, df, qcol in groups:
         tested = df[np.isfinite(df[qcol].astype(float))]
         surv = tested[tested[qcol] <= fdr].sort_values(qcol, kind="stable")
@@ -233,7 +345,7 @@ def _fdr_section(table: pd.DataFrame, comparisons: pd.DataFrame, fdr: float, lim
         for _, r in surv.head(limit).iterrows():
             label = downstream.measure_label(r["downstream"], r["estimator"], r["measure"],
                                              None if pd.isna(r["k"]) else int(r["k"]))
-            if qcol == "q_perm":
+            if qcol == "q":
                 lines.append(f"  - {label}, {r['coefficient']}: personalized {_fmt(r['value_a'])} vs "
                              f"{r['benchmark_b']} {_fmt(r['value_b'])} (diff {_fmt(r['diff'])}, q {_p(r[qcol])}, "
                              f"verdict {r['verdict']})")
@@ -265,14 +377,14 @@ def _null_section(table: pd.DataFrame, comparisons: pd.DataFrame) -> list[str]:
 
 
 def summarize(table: pd.DataFrame, boots: dict, ci: float, notes=(), **settings) -> str:
-    """Markdown: the verdict paragraph, the paired comparisons, the nulls, and per downstream
-    measure the benchmark (headline level) that correlates best."""
+    """Markdown: the verdict sentence and table, how to read the rest, the paired comparisons, the
+    nulls, and per downstream measure the benchmark (headline level) that correlates best."""
     undefined = settings.get("undefined") or {}
     comparisons = settings.get("comparisons")
     fdr = settings["fdr"]
     lines = _preamble(ci, settings)
-    verdict = verdict_paragraph(table, comparisons, settings.get("power"), ci, fdr)
-    lines[1:1] = ["", VERDICT_START, verdict, VERDICT_END]
+    opening = verdict_block(comparisons, settings.get("power"), fdr)
+    lines[1:1] = ["", VERDICT_START, opening, VERDICT_END, "", "## How to read this summary", ""]
     lines += _comparison_section(comparisons, ci) + _fdr_section(table, comparisons, fdr)
     lines += _null_section(table, comparisons)
     head = _headline(table)
