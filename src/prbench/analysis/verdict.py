@@ -268,8 +268,9 @@ def rule_power(specs, ns, gap: float, n_sims: int, fdr: float, seed: int, min_rm
     """Per cell, the share of n_sims simulated families in which `decide_family` says
     "personalized" when every cell j carries the gap: specs[j] = (center_j, rho_ab_j), ns[j] its
     RMs. A cell whose correlations are impossible gives NaN and enters BH as untested (p = 1)."""
-    rng = np.random.default_rng(stable_seed(seed, "verdict-power", round(gap, 6), tuple(ns),
-                                            tuple((round(c, 6), round(r, 6)) for c, r in specs)))
+    # plain floats and ints in the seed string (a numpy scalar would print as np.float64(...))
+    rng = np.random.default_rng(stable_seed(seed, "verdict-power", round(float(gap), 6), tuple(int(n) for n in ns),
+                                            tuple((round(float(c), 6), round(float(r), 6)) for c, r in specs)))
     cells, ok = [], []
     for (center, rho_ab), n in zip(specs, ns):
         d = draw_cell(center, gap, rho_ab, n, n_sims, rng)
@@ -308,7 +309,7 @@ def power_rows(cells: list[dict], n_sims: int, fdr: float, seed: int, min_rms: i
         found = _bisect(grid, lambda g, j=j: power(own_n, g)[j])
         rows.append({**base, "quantity": "min_gap", "gap": found[0] if found else np.nan, "n_rms": own_n[j],
                      "power": found[1] if found else np.nan, "possible": bool(grid)})
-        observed = round(abs(float(c["diff"])), 2) if np.isfinite(c["diff"]) else np.nan
+        observed = float(round(abs(float(c["diff"])), 2)) if np.isfinite(c["diff"]) else np.nan
         for what, gap in [("rms_needed", g) for g in POWER_GAPS] + [("rms_needed_observed", observed)]:
             ok = np.isfinite(gap) and gap > 0 and possible(specs[j][0], gap, specs[j][1])
             found = _bisect(list(POWER_N_GRID), lambda n, g=gap, j=j: power((n,) * m, g)[j]) if ok else None
