@@ -49,13 +49,17 @@ def write_world(
     ppo: bool = True,
     seed: int = 0,
     gen_skill=None,
+    credit: bool = False,
 ) -> dict:
     """Write a small consistent world under root/results; returns the file lists and the latent skills.
 
     Each RM has a latent personalization skill (drives personalized accuracy and downstream gains)
     and a general skill (drives the general baseline only), so the personalized benchmark should
     correlate with downstream quality and the general one much less. gen_skill: the general skills
-    (default: uniform random in [0.5, 0.9]).
+    (default: uniform random in [0.5, 0.9]). credit: the pairs carry `credit` as the scoring stage
+    writes it for a pairwise judge, so a tie (about 5% of the wrong pairs) gets half credit (0.5)
+    while `correct` stays False; without it the rows have no `credit` (older files: strict
+    correctness). The random draws are the same either way.
     """
     root = Path(root)
     rng = np.random.default_rng(seed)
@@ -87,6 +91,8 @@ def write_world(
                     "score_rejected": 0.0 if correct else (1.0 if not tie else 0.0),
                     "pref": 0 if correct else 1, "correct": correct, "tie": tie, "failure": False,
                 })
+                if credit:
+                    rows[-1]["credit"] = 1.0 if correct else (0.5 if tie else 0.0)
             path = res / "scores" / rm / f"{bench}.pairs.jsonl"
             _jsonl(path, rows)
             pair_files.append((rm, bench, str(path)))
@@ -99,7 +105,7 @@ def write_world(
             for level, col in levels:
                 groups = [("all", df)] if col is None else list(df.groupby(col))
                 for g, sub in groups:
-                    acc = sub["correct"].mean()
+                    acc = sub["credit"].mean() if credit else sub["correct"].mean()
                     acc_rows.append({"rm": rm, "benchmark": bench, "level": level, "group": g, "n": len(sub),
                                      "correct": int(sub["correct"].sum()), "ties": int(sub["tie"].sum()),
                                      "failures": 0, "accuracy": acc, "ci_low": max(0, acc - 0.08),

@@ -91,7 +91,15 @@ def test_ndcg_null_mean_closed_form():
     assert mean == pytest.approx(expected, abs=1e-9)
     value = rankmetrics.ndcg(x, y)
     assert inference.normalised(value, mean) == pytest.approx((value - expected) / (1 - expected))
-    assert 0 < p <= 1
+
+    def ndcg(xs):  # the RMs ranked by xs (no ties), gains y - min(y), log2 discounts
+        return (gain[np.argsort(-xs)] * disc).sum() / (np.sort(gain)[::-1] * disc).sum()
+
+    assert ndcg(x) == pytest.approx(value)
+    # exact p: the share of all 7! assignments of x to the RMs whose NDCG reaches the observed one
+    null = np.array([ndcg(np.array(perm)) for perm in itertools.permutations(x)])
+    assert len(null) == 5040 and null.mean() == pytest.approx(expected)
+    assert p == pytest.approx(np.mean(null >= ndcg(x) - 1e-12), abs=1e-12)
 
 
 def test_monte_carlo_null_when_n_is_large():
@@ -175,13 +183,18 @@ def test_joint_bootstrap_ci_recomputed_by_a_loop():
 
 
 def test_bh_qvalues_match_scipy_and_statsmodels():
+    """statsmodels is a dev dependency (pyproject `dev` extras): imported here unconditionally, so
+    the cross-check can never be skipped silently."""
+    from statsmodels.stats import multitest
+
     p = np.array([0.01, 0.04, np.nan, 0.03, 0.2, 0.001, 0.04, 0.9])
     q = inference.bh_qvalues(p)
     ok = np.isfinite(p)
     assert np.isnan(q[~ok]).all()
     assert q[ok] == pytest.approx(stats.false_discovery_control(p[ok], method="bh"))
-    multitest = pytest.importorskip("statsmodels.stats.multitest")
     assert q[ok] == pytest.approx(multitest.multipletests(p[ok], method="fdr_bh")[1])
+    # by hand: sorted p 0.001 0.01 0.03 0.04 0.04 0.2 0.9 (m = 7), q_(i) = min_{j >= i} p_(j) m / j
+    assert q[ok] == pytest.approx([0.035, 0.056, 0.056, 0.7 / 3, 0.007, 0.056, 0.9])
 
 
 # ---- synthetic worlds: three verdicts ------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Replicates (BoN sample sets, PPO / GRPO training seeds) in the correlation stage's bootstrap: each
 draw resamples a run's replicates (sample sets once for all RMs, training seeds per RM), then the
 questions, and averages the drawn replicates' question means. With one replicate the numbers are
-exactly those of the question-only bootstrap (a committed snapshot); the permutation tests and the
+exactly those of the question-only bootstrap (a committed snapshot: a change detector); the permutation tests and the
 nulls see the replicate mean only."""
 from pathlib import Path
 
@@ -71,10 +71,13 @@ def _same(got: pd.DataFrame, name: str, tmp_path):
     assert path.read_text() == (FIXTURES / f"{name}.csv").read_text(), name
 
 
-def test_one_replicate_gives_exactly_the_question_bootstrap(single, tmp_path):
-    """The snapshot was written by the stage before replicates entered the bootstrap, on this world
-    (`_world`, PPO only, n_boot 60, n_perm 60, seed 3): the tables are unchanged but for the inputs'
-    two new columns."""
+def test_change_detector_one_replicate_gives_exactly_the_question_bootstrap(single, tmp_path):
+    """Change detector, not an independent check: the snapshot was written by the stage itself,
+    before replicates entered the bootstrap, on this world (`_world`, PPO only, n_boot 60, n_perm 60,
+    seed 3); the tables are unchanged but for the inputs' two new columns. Any change of a number
+    fails it, right or wrong; the values themselves are checked independently elsewhere
+    (test_wiring_values.py, test_correlation_recompute.py, test_correlation_inference.py). A
+    deliberate change of the statistics rewrites the files under tests/fixtures/single_replicate/."""
     col, res = single
     _same(res.table, "correlations", tmp_path)
     _same(res.comparisons, "comparisons", tmp_path)

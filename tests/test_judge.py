@@ -242,13 +242,22 @@ def tiny_chat_lm():
 
 
 def test_transformers_judge_reads_system_turn_and_max_new_tokens(tiny_chat_lm):
+    """The judge generates with judge.max_new_tokens, decodes only the new tokens and parses them
+    under mean_found; an unparseable reply scores 0.0 under failure `zero` and counts as failed. The
+    tiny model's own replies are replaced by fixed ones, so the outcome is known."""
+    import torch
+
     model, tok = tiny_chat_lm
     seen = []
+    reply = {"text": ""}
     generate = model.generate
 
     def spy(**kw):
         seen.append(kw["generation_config"].max_new_tokens)
-        return generate(**kw)
+        out = generate(**kw)  # the real call runs with the judge's settings
+        assert out.shape[1] <= kw["input_ids"].shape[1] + 3
+        fixed = torch.tensor(tok(reply["text"], add_special_tokens=False)["input_ids"]).repeat(out.shape[0], 1)
+        return torch.cat([kw["input_ids"], fixed], dim=1)
 
     model.generate = spy
     try:
@@ -258,9 +267,13 @@ def test_transformers_judge_reads_system_turn_and_max_new_tokens(tiny_chat_lm):
         item = J.JudgeItem("Any film tips?", "Watch a comedy.", ["likes comedy", "short films"])
         assert prompts.active_templates().get("rubric_system") in judge._prompt(item)
         assert "likes comedy, short films" in judge._prompt(item)
-        res = judge.judge([item])
+        reply["text"] = "[2, 1]"
+        good = judge.judge([item])
+        reply["text"] = "no rating here"
+        bad = judge.judge([item])
     finally:
         model.generate = generate
-    assert seen == [3]  # judge.max_new_tokens, one greedy attempt (retries 0)
-    assert res[0].failed == (res[0].ratings == []) and (not res[0].failed or res[0].score == 0.0)
+    assert seen == [3, 3]  # judge.max_new_tokens, one greedy attempt per call (retries 0)
+    assert (good[0].score, good[0].ratings, good[0].failed, good[0].failures) == (1.5, [2.0, 1.0], False, 0)
+    assert (bad[0].score, bad[0].ratings, bad[0].failed, bad[0].failures) == (0.0, [], True, 1)
     assert ":sys" in judge.judge_id and ":fail=zero" in judge.judge_id and ":3:0:0:" in judge.judge_id

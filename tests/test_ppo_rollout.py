@@ -136,7 +136,15 @@ def test_sampled_logprobs_from_a_forward_equal_generates_scores(setup):
     assert valid.sum() > 40 and (~valid).any()  # some rollouts stop early: padding is exercised
     diff = (new - old).abs()[valid].max().item()
     assert diff <= LOGPROB_TOL
-    assert (new - old).abs()[valid].mean() > 0 or diff == 0  # computed, not copied
+    # computed from the policy's logits, not copied: the raw logits (a forward at temperature 1),
+    # divided by 0.7 by hand, give the same logprobs; undivided they give other ones
+    at_one = ForwardScores(model, qr, ctx, tok.pad_token_id, 1.0, chunk_size=3)
+    raw = torch.cat([at_one[i:i + 3] for i in range(0, qr.shape[0], 3)])
+    tokens = qr[:, ctx:].unsqueeze(-1)
+    by_hand = torch.log_softmax(raw / (temperature + 1e-7), -1).gather(-1, tokens).squeeze(-1)
+    assert (new - by_hand).abs()[valid].max().item() <= LOGPROB_TOL
+    untempered = torch.log_softmax(raw, -1).gather(-1, tokens).squeeze(-1)
+    assert (untempered - old).abs()[valid].max().item() > 100 * LOGPROB_TOL
     with pytest.raises(TypeError, match="one chunk"):
         fwd[1:4]
 

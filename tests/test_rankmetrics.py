@@ -172,5 +172,25 @@ def test_permutation_pvalue_exact_and_seeded():
     a, b = rng.normal(size=9), rng.normal(size=9)
     p1 = rk.permutation_pvalue(a, b, rk.kendall_tau_b, n_perm=500, seed=7)
     p2 = rk.permutation_pvalue(a, b, rk.kendall_tau_b, n_perm=500, seed=7)
-    assert p1 == p2 and 1 / 501 <= p1 <= 1
+    assert p1 == p2
+    # Monte-Carlo branch (9! > 500): p = (1 + hits) / (n_perm + 1), hits recounted with scipy over the
+    # permutations the function drew (recorded by a wrapper around the statistic)
+    drawn = []
+
+    def spy(x, y):
+        if np.ndim(y) == 2:
+            drawn.append(np.array(y))
+        return rk.kendall_tau_b(x, y)
+
+    assert rk.permutation_pvalue(a, b, spy, n_perm=500, seed=7) == p1
+    (perms,) = drawn
+    assert perms.shape == (500, 9)
+    assert all(np.array_equal(np.sort(row), np.sort(rk.snap(b))) for row in perms)  # shuffles of y
+    tau = abs(stats.kendalltau(a, b).statistic)
+    hits = sum(abs(stats.kendalltau(a, row).statistic) >= tau - 1e-12 for row in perms)
+    assert 0 < hits < 500
+    assert p1 == pytest.approx((1 + hits) / 501, abs=1e-15)
+    # no permutation reaches the observed value: p = 1 / (n_perm + 1), never 0
+    assert rk.permutation_pvalue(a, b, lambda x, y: 1.0 if np.ndim(y) == 1 else np.zeros(len(y)),
+                                 n_perm=500, seed=7) == pytest.approx(1 / 501)
     assert math.isnan(rk.permutation_pvalue(x, x, rk.spearman, n_perm=0, seed=0))

@@ -58,10 +58,15 @@ def test_multi_label_head_scores_last_class_probability(tmp_path):
 
 def test_compare_uses_strict_preference_and_ties(llama_dir):
     rm = _rm(llama_dir, use_profile=True)
-    pairs = [PairRequest("Q?", "same answer", "same answer", POSTS), PairRequest("Q?", "one", "another one", POSTS)]
+    pairs = [PairRequest("Q?", "same answer", "same answer", POSTS), PairRequest("Q?", "one", "another one", POSTS),
+             PairRequest("Q?", "another one", "one", POSTS)]
     out = rm.compare(pairs)
     assert out.prefs[0] == 0.5 and out.failures == 0
-    assert out.prefs[1] in (0.0, 1.0)
+    # the pointwise scores decide: 1.0 when the chosen answer scores strictly higher, else 0.0
+    s_one, s_another = rm.score([ScoreRequest("Q?", "one", POSTS), ScoreRequest("Q?", "another one", POSTS)]).scores
+    assert s_one != s_another
+    assert out.prefs[1] == (1.0 if s_one > s_another else 0.0)
+    assert out.prefs[2] == 1.0 - out.prefs[1]  # the same two answers swapped: the other side
 
 
 def test_minilm_cross_encoder_text_pair(minilm_dir):

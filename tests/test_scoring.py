@@ -78,7 +78,13 @@ def test_pairwise_rm_uses_compare_on_pairs():
     assert [r["correct"] for r in res] == [True, False, False, False]
     assert [r["tie"] for r in res] == [False, True, False, False]
     assert [r["failure"] for r in res] == [False, False, True, False]
+    # credit = the preference for the chosen answer: a tie is half credit, a failure none
+    assert [r["credit"] for r in res] == [1.0, 0.5, 0.0, 0.0]
+    assert [r["pref"] for r in res] == [1.0, 0.5, None, 0.0]
     assert res[0]["judge"] == {"raw": ["Result: A"]}
+    o = summarize(res, "pw", "b", n_boot=50, seed=0)["overall"]
+    assert o["accuracy"] == pytest.approx(1.5 / 4)  # mean credit, not the share strictly correct (1/4)
+    assert (o["n"], o["correct"], o["ties"], o["failures"]) == (4, 1, 1, 1)
 
 
 def test_load_pairs_errors_name_file_row_and_field(tmp_path):

@@ -14,7 +14,7 @@ from test_bon import _world
 from prbench import downstream
 from prbench.downstream import bon
 from prbench.downstream.evaluation import outcome, policy_table_rows
-from prbench.io import write_jsonl
+from prbench.io import read_jsonl, write_jsonl
 from prbench.seeding import replicate_seed, stable_seed
 
 nan = float("nan")
@@ -104,12 +104,28 @@ def _write_set(tmp_path, name, seed):
             "curves_dir": d / "curves"}
 
 
+def _drop_scores(path, every):
+    """Blank every `every`-th row's score (a judge parse failure / an RM failure); returns how many."""
+    rows = read_jsonl(path)
+    for i, r in enumerate(rows):
+        if i % every == 1:
+            r["score"] = None
+    write_jsonl(path, rows)
+    return sum(r["score"] is None for r in rows)
+
+
 def test_bon_table_over_sample_sets(tmp_path):
     s0, s1 = _write_set(tmp_path, "set0", 0), _write_set(tmp_path, "set1", 1)
+    # set 1 has judge failures and more RM failures than set 0: every count differs between the sets
+    judge_nan = [0, _drop_scores(s1["judged"], 7)]
+    flaky_nan = [sum(r["score"] is None for r in read_jsonl(s["rm_scores"]["flaky"])) for s in (s0, s1)]
+    flaky_nan[1] = _drop_scores(s1["rm_scores"]["flaky"], 5)
+    assert judge_nan[1] > 0 and flaky_nan[1] > flaky_nan[0] > 0
     ks = [1, 2, 4]
     single = bon.bon_table({"pol": s0}, tmp_path / "one.csv", ks=ks, n=4, seed=0, n_boot=50)
     listed = bon.bon_table({"pol": [s0]}, tmp_path / "one_list.csv", ks=ks, n=4, seed=0, n_boot=50)
     pd.testing.assert_frame_equal(single, listed)  # one set: the single-set table, unchanged
+    second = bon.bon_table({"pol": s1}, tmp_path / "second.csv", ks=ks, n=4, seed=0, n_boot=50)
     both = bon.bon_table({"pol": [s0, s1]}, tmp_path / "two.csv", ks=ks, n=4, seed=0, n_boot=50)
     assert len(both) == len(single) and list(both.columns) == list(single.columns)
     assert (tmp_path / "set1" / "curves" / "good.csv").exists()
@@ -124,8 +140,14 @@ def test_bon_table_over_sample_sets(tmp_path):
         row = both[(both.rm == rm) & (both.estimator == est) & (both.k == k)].iloc[0]
         assert row["mean"] == pytest.approx(want.mean()) and row["n_questions"] == len(want)
         assert row["ci_low"] <= row["mean"] <= row["ci_high"]
-        one = single[(single.rm == rm) & (single.estimator == est) & (single.k == k)].iloc[0]
-        assert row["rm_failures"] >= one["rm_failures"]  # counts summed over the sets
+        # counts summed over the sets: RM and judge failures counted in the input files, the dropped
+        # questions as each set's own table has them
+        assert row["rm_failures"] == (sum(flaky_nan) if rm == "flaky" else 0)
+        assert row["judge_nan_samples"] == sum(judge_nan) == row["judge_failed_samples"]
+        dropped = [t[(t.rm == rm) & (t.estimator == est) & (t.k == k)].iloc[0]["judge_dropped"]
+                   for t in (single, second)]
+        assert row["judge_dropped"] == sum(dropped)
+    assert (both["judge_dropped"] > 0).any()
     # bon_measures: one replicate per set, values = each set's curve
     m = bon.write_bon_measures({("pol", "good", 0): s0["curves_dir"] / "good.csv",
                                 ("pol", "good", 1): s1["curves_dir"] / "good.csv"}, tmp_path / "bon_m.csv")
