@@ -36,6 +36,7 @@ def test_last_line_is_the_sum_of_the_stages(cfg, capsys):
         for prefix in ("BoN scoring", "PPO", "GRPO"):  # downstream false: benchmarks only, no downstream cost
             assert (f"{prefix}: {rm}" in rows) == e.get("downstream", True), (prefix, rm)
     assert not cfg["reward_models"]["qwen25_7b_pointwise"]["downstream"]
+    assert not cfg["reward_models"]["skywork_v2_llama8b_profile"]["downstream"]
     assert "policy_decode_s = 0.0366211: measured" in "\n".join(out)
 
 
