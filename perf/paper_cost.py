@@ -6,8 +6,11 @@ Reads the config (subsets, RMs, BoN n / batch / tokens, PPO batch, response leng
 chunk from the memory plan, GRPO group sizes, judge, and where present `ppo.per_subset`,
 `ppo.seeds`, `grpo.seeds`, `bon.sample_sets`) and prints one row per stage: the work (sequences,
 tokens, steps), the unit cost used and the GPU-hours on H100s (GPU-seconds summed over the GPUs a
-job holds: `gpus_for` of rules/common.smk, the PPO memory plan). Its last line is
-`total: <h> GPU-hours on H100`.
+job holds: `gpus_for` of rules/common.smk, the PPO memory plan). Above its last line it prints
+the BoN stages and the run total at N = 16 and N = 128 samples per question (`bon.n`; the config's
+own N too when it is neither): the authors' BoN/sample.sh defaults N to 16, while their README and
+the K_VALUES of BoN/score.py and BoN/evaluate.py sweep k up to 128, which needs N = 128. Its last line
+is `total: <h> GPU-hours on H100` (at the config's N).
 
 Every unit cost has a source, printed under the table:
 - measured: the H100 runs in perf/gpu_runs (perf/README.md): one PPO step of trl's chunked path
@@ -189,6 +192,24 @@ def stages(cfg: dict, train_q: dict) -> list[dict]:
     return rows
 
 
+# BoN sample counts whose cost is printed beside the config's (see the module docstring)
+BON_NS = (16, 128)
+
+
+def bon_totals(cfg: dict, train_q: dict, ns=BON_NS) -> dict[int, tuple[float, float]]:
+    """N -> (GPU-hours of the BoN stages, run total) with `bon.n` set to N; the config's N included.
+    Only sampling, scoring and judging grow with N (the k list selects among the samples)."""
+    import copy
+
+    out = {}
+    for n in sorted({*ns, int(cfg["bon"]["n"])}):
+        c = copy.deepcopy(cfg)
+        c["bon"]["n"] = n
+        rows = stages(c, train_q)
+        out[n] = (sum(r["gpu_h"] for r in rows if r["stage"].startswith("BoN ")), sum(r["gpu_h"] for r in rows))
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="config.yaml")
@@ -217,6 +238,11 @@ def main(argv=None) -> int:
     print(f"  data: personalized test {n_test:,} questions (perf/bench_judge_cost.py); "
           f"LaMP-QA train {sum(train_q[s] for s in subsets):,} prompts"
           + (" (--train-prompts)" if a.train_prompts else " (ASSUMED)"))
+    own = int(cfg["bon"]["n"])
+    for n, (bon_h, total_h) in bon_totals(cfg, train_q).items():
+        why = {16: "BoN/sample.sh's default", 128: "their README's and K_VALUES' k up to 128"}.get(n, "")
+        tag = "; ".join(x for x in ("config bon.n" if n == own else "", why) if x)
+        print(f"BoN at N = {n} ({tag}): {bon_h:.1f} GPU-hours in BoN stages, total {total_h:.0f} GPU-hours on H100")
     print(f"total: {sum(r['gpu_h'] for r in rows):.0f} GPU-hours on H100")
     return 0
 

@@ -36,7 +36,30 @@ def test_last_line_is_the_sum_of_the_stages(cfg, capsys):
         for prefix in ("BoN scoring", "PPO", "GRPO"):  # downstream false: benchmarks only, no downstream cost
             assert (f"{prefix}: {rm}" in rows) == e.get("downstream", True), (prefix, rm)
     assert not cfg["reward_models"]["qwen25_7b_pointwise"]["downstream"]
+    assert not cfg["reward_models"]["skywork_v2_llama8b_profile"]["downstream"]
     assert "policy_decode_s = 0.0366211: measured" in "\n".join(out)
+
+
+def test_bon_n_16_and_128_are_both_costed(cfg, capsys):
+    """The authors' BoN/sample.sh samples N = 16, their README's k sweep reaches 128: both totals
+    are printed above the last line, N = 128 costing more in the BoN stages only."""
+    assert paper_cost.main(["--config", str(REPO / "config.yaml")]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    found = {}
+    for line in out[-3:-1]:
+        m = re.fullmatch(r"BoN at N = (\d+) \((.+)\): ([\d.]+) GPU-hours in BoN stages, total (\d+) GPU-hours on H100",
+                         line)
+        assert m, line
+        found[int(m.group(1))] = (m.group(2), float(m.group(3)), int(m.group(4)))
+    assert set(found) == {16, 128} and cfg["bon"]["n"] == 16
+    assert "config bon.n" in found[16][0] and "config bon.n" not in found[128][0]
+    totals = paper_cost.bon_totals(cfg, dict(paper_cost.TRAIN_QUESTIONS))
+    rows = _rows(cfg)
+    assert totals[16][1] == pytest.approx(sum(r["gpu_h"] for r in rows.values()))
+    assert found[16][2] == round(totals[16][1]) and found[128][2] == round(totals[128][1])
+    bon16, bon128 = totals[16][0], totals[128][0]
+    assert bon128 == pytest.approx(8 * bon16, rel=0.01)  # sampling, scoring, judging: linear in N
+    assert totals[128][1] - totals[16][1] == pytest.approx(bon128 - bon16)  # nothing else grows with N
 
 
 def test_ppo_step_cost_follows_the_plans_generate_calls(cfg):

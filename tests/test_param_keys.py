@@ -104,6 +104,13 @@ SKIP = [
                                            "as on the benchmark (as_benchmark)"),
     Skip(("paper", "replica"), "judge.aspect_format", "numbered is refused with judge.aggregate mean_found "
                                                        "(check_config); judge.aggregate's own edit covers the pair"),
+    Skip(("paper", "replica"), ("reward_models.skywork_v2_llama8b_profile.downstream",
+                                "reward_models.qwen25_7b_pointwise.downstream"),
+         "true sends a second entry with another's downstream reward downstream (reward.profile always, "
+         "reward.generative pointwise): check_config refuses an RM counted twice"),
+    Skip(("demo",), ("reward_models.pers_profile.use_profile", "reward_models.pers_noprofile.use_profile"),
+         "the pair differs only in it: the other value trains the other's RM (same mix, base and input), "
+         "which check_config refuses as an RM counted twice downstream"),
     Skip(("paper",), "policies.*.path", "the edit's other model (an 8B RM's) does not fit GRPO's memory plan on "
                                         "one GPU (resources.gpu_mem_gb): the config is refused"),
     Skip(("paper",), "grpo.per_device_batch_size", "null (the whole generation batch per step) does not fit "

@@ -1,6 +1,7 @@
 """The paper DAG on replicas: `snakemake --cores 2 --configfile configs/replica.yaml`
 from an empty directory builds every replica (models and data) and runs data preparation, scoring of
-all seven RMs of config.yaml, BoN, PPO, correlations and figures offline; every table covers every RM.
+all seven RMs of config.yaml, BoN, PPO, correlations and figures offline; the benchmark tables cover every
+RM, the downstream tables the five that take part downstream.
 Random weights: the numbers mean nothing, but unparseable generative replies must be counted."""
 import json
 import re
@@ -52,6 +53,10 @@ def test_every_table_and_figure(run):
     # the downstream runs: every RM but the benchmark-only ones (reward_models.<rm>.downstream: false)
     down = {rm for rm, e in cfg["reward_models"].items() if e.get("downstream", True)}
     assert down and down < rms
+    # one downstream run per distinct downstream reward (prbench.validation): under reward.profile always
+    # the _profile Skywork is skywork_v2_llama8b's reward, under reward.generative pointwise the pointwise
+    # Qwen is qwen25_7b_pairwise's; both stay on the benchmarks
+    assert rms - down == {"skywork_v2_llama8b_profile", "qwen25_7b_pointwise"} and len(down) == 5
     bon = pd.read_csv(run / "results/tables/bon.csv")
     assert down <= set(bon["rm"]) and not (rms - down) & set(bon["rm"]) and set(bon["k"]) == set(cfg["bon"]["ks"])
     ppo = pd.read_csv(run / "results/tables/ppo.csv")

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import yaml
 
-from .config import SCHEMA_PATH, ConfigError, validate_schema, with_defaults
+from .config import SCHEMA_PATH, ConfigError, entry_with_defaults, validate_schema, with_defaults
 from .data.baselines import kind_info as baseline_kind
 from .data.demo_world import DEMO_PREFIX
 from .manifest import config_refs
 from .models import check_model_ref as _check_model_ref
 from .revisions import check_revision_value, is_hub
-from .rms import kind_info
+from .rms import kind_info, reward_spec
 
 
 def check_model_ref(ref: str, key: str) -> None:
@@ -80,6 +80,106 @@ def _check_reward(config: dict) -> None:
         raise ConfigError(f"config key reward.generative: pointwise needs the 0-1 scoring prompt reward_user.txt, "
                           f"absent from prompts.templates {tpl.origin!r} (RMs {generating}; name the file with "
                           "prompts.files.reward_user, or use reward.generative: round_robin)")
+
+
+# Keys of an RM entry that never change what its downstream reward computes: bookkeeping, resource
+# hints and placement, and the prefix cache (the same scores up to float rounding, rms/prefix.py).
+_NOT_REWARD_KEYS = frozenset({"name", "downstream", "params_b", "device", "prefix_cache"})
+# The model source: compared as one resolved model (`_rm_model`), not key by key.
+_SOURCE_KEYS = frozenset({"path", "revision", "train", "from_policy"})
+# Keys a kind never reads when it scores downstream (the classifier-only adapter, the generative
+# reply budget and pairwise tournament, the length RM's unit).
+_GENERATIVE_ONLY = frozenset({"both_orders", "max_new_tokens", "score_opponents", "reference_answer"})
+_UNREAD_BY_KIND = {
+    "classifier": _GENERATIVE_ONLY | {"length_unit"},
+    "generative_pairwise": frozenset({"adapter", "length_unit"}),
+    "generative_pointwise": frozenset({"adapter", "length_unit", "both_orders", "score_opponents",
+                                       "reference_answer"}),
+}
+
+
+def _rm_model(entry: dict, policies: dict) -> tuple:
+    """The model an RM entry scores with: a hub id or folder at a revision (a `from_policy` entry
+    resolves to its policy's), or a demo RM by its training spec (mix without zero shares, base,
+    revision, and the input it is trained on: use_profile, top_k; its name only reseeds which pairs
+    are drawn)."""
+    if "train" in entry:
+        t = entry["train"]
+        mix = tuple(sorted((k, float(v)) for k, v in (t.get("mix") or {}).items() if float(v) > 0))
+        return ("trained", mix, t["base"], t.get("revision"), bool(entry.get("use_profile")), entry.get("top_k"))
+    if "from_policy" in entry:
+        pol = policies.get(entry["from_policy"], {})
+        if "path" in pol:
+            return ("model", pol["path"], pol.get("revision"))
+        return ("trained policy", entry["from_policy"])
+    if "path" in entry:
+        return ("model", entry["path"], entry.get("revision"))
+    return ("no model",)
+
+
+def downstream_reward(name: str, entry: dict, config: dict) -> tuple[tuple, dict]:
+    """What an RM entry's downstream reward (BoN scores, PPO and GRPO rewards) computes: (its model,
+    `_rm_model`; the keys that decide its input and scoring). The keys are those of the spec the
+    stages load (`prbench.rms.reward_spec` under the config's `reward` section: `profile: always`
+    shows every classifier the profile, so `use_profile` no longer tells two of them apart;
+    `generative: pointwise` scores every generative kind alone on 0-1, so the pairwise/pointwise kind,
+    its benchmark reply budget and tournament keys drop out), without the keys no stage reads for the
+    kind. Two entries with equal values give the same reward, seed for seed: the stages' seeds come
+    from the config seed, not the entry's name."""
+    spec = reward_spec({**entry_with_defaults(entry, "reward_models.*"), "name": name}, config.get("reward"))
+    model = _rm_model(spec if "train" not in entry else {**spec, "use_profile": entry.get("use_profile")},
+                      config.get("policies") or {})
+    kind = spec["kind"]
+    if kind == "length":
+        return model, {"kind": kind, "length_unit": spec.get("length_unit")}
+    unread = set(_UNREAD_BY_KIND.get(kind, ()))
+    if spec.get("reward_generative") == "pointwise":
+        unread |= _GENERATIVE_ONLY | {"adapter"}
+        spec["kind"] = "generative (reward.generative: pointwise)"
+    drop = _NOT_REWARD_KEYS | _SOURCE_KEYS | unread
+    return model, {k: v for k, v in spec.items() if k not in drop}
+
+
+def _why_same(a: dict, b: dict, config: dict) -> str:
+    """Why two entries with different config text give one downstream reward."""
+    reward = with_defaults(config.get("reward"), "reward")
+    a, b = entry_with_defaults(a, "reward_models.*"), entry_with_defaults(b, "reward_models.*")
+    differ = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k) and k not in {"params_b", "downstream"})
+    if not differ:
+        return "their entries are the same"
+    reasons = []
+    if reward["profile"] == "always" and "use_profile" in differ:
+        reasons.append("reward.profile: always shows every classifier RM the profile downstream")
+    if reward["generative"] == "pointwise" and set(differ) & (_GENERATIVE_ONLY | {"kind"}):
+        reasons.append("reward.generative: pointwise scores every generative RM alone on a 0-1 scale with "
+                       "reward.generative_max_new_tokens, whatever its kind")
+    if set(differ) & _NOT_REWARD_KEYS:
+        reasons.append(f"{sorted(set(differ) & _NOT_REWARD_KEYS)} place or batch the model, not the score")
+    if set(differ) & {"path", "from_policy", "train"}:
+        reasons.append("both resolve to the same model")
+    if not reasons:
+        reasons.append("no downstream stage reads those keys for this kind")
+    return f"their entries differ only in {differ}, and " + "; ".join(reasons)
+
+
+def _check_downstream_unique(config: dict) -> None:
+    """No RM counted twice downstream: two entries that take part downstream (`downstream` not false)
+    with the same downstream reward (`downstream_reward`) would give the same BoN scores and the same
+    PPO and GRPO runs (the same seeds), and every downstream correlation would count one RM twice."""
+    seen: dict = {}
+    for name, entry in config["reward_models"].items():
+        if entry.get("downstream") is False:
+            continue
+        model, keys = downstream_reward(name, entry, config)
+        ident = repr((model, sorted(keys.items(), key=lambda kv: kv[0])))
+        if ident in seen:
+            first = seen[ident]
+            raise ConfigError(
+                f"config key reward_models.{name}: the same downstream reward as reward_models.{first} "
+                f"({_why_same(config['reward_models'][first], entry, config)}); BoN, PPO and GRPO would count "
+                f"one RM twice in every downstream correlation. Set `downstream: false` on one of them (it "
+                "stays on the benchmarks)")
+        seen[ident] = name
 
 
 def _check_revisions(config: dict) -> None:
@@ -172,6 +272,7 @@ def check_config(config: dict) -> None:
             raise ConfigError(f"config key {key}: RM kind {entry['kind']!r} needs exactly one model source "
                               f"(path, train or from_policy); found {sources or 'none'}")
     _check_reward(config)
+    _check_downstream_unique(config)
     _check_revisions(config)
     for name, entry in policies.items():
         if "path" in entry:
