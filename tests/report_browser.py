@@ -171,6 +171,20 @@ LEADERBOARD = """(() => {
           description_top: desc ? desc.getBoundingClientRect().top : null};
 })()"""
 
+# The landing page's verdict (report/workflow.rst includes results/tables/verdict.html): its sentence,
+# its table's rows and the forest plot's decoded size.
+VERDICT = """(() => {
+  const t = document.querySelector('table.prbench-verdict');
+  const s = document.querySelector('.prbench-verdict-sentence');
+  const img = document.querySelector('img.prbench-forest');
+  return {sentence: s ? s.textContent : null,
+          head: t ? [...t.querySelectorAll('thead th')].map(c => c.textContent) : null,
+          rows: t ? [...t.querySelectorAll('tbody tr')]
+                      .map(r => [...r.querySelectorAll('td')].map(c => c.textContent)) : null,
+          forest: img ? {width: img.naturalWidth, height: img.naturalHeight, complete: img.complete,
+                         shown: img.getBoundingClientRect().width} : null};
+})()"""
+
 # The report's own Leaderboard entry: shown through the app (an <iframe> of the HTML file) and its
 # table read from the same data the iframe shows.
 SHOW_TABLE = """(async (path) => {
@@ -192,9 +206,9 @@ SHOW_TABLE = """(async (path) => {
 
 
 def check_report(report: str | Path, screenshot: str | Path | None = None, exe: str | None = None) -> dict:
-    """Load the report, read the landing page's leaderboard, show every figure and the Leaderboard
-    entry, return what was seen: {"leaderboard", "figures", "leaderboard_entry", "categories",
-    "errors"}; with `screenshot`, a PNG of the landing page (the view a reader first sees)."""
+    """Load the report, read the landing page's verdict and leaderboard, show every figure and the
+    Leaderboard entry, return what was seen: {"leaderboard", "verdict", "figures", "leaderboard_entry",
+    "categories", "errors"}; with `screenshot`, a PNG of the landing page (the view a reader first sees)."""
     exe = exe or chromium()
     if not exe:
         raise FileNotFoundError("no chromium on PATH (apt-get install chromium)")
@@ -204,6 +218,9 @@ def check_report(report: str | Path, screenshot: str | Path | None = None, exe: 
         b.wait_for("typeof app !== 'undefined' && document.querySelector('#app') !== null"
                    " && document.querySelector('#app').children.length > 0", "the report app")
         board = b.wait_for(LEADERBOARD, "the leaderboard table", timeout=20)
+        b.wait_for("(() => { const i = document.querySelector('img.prbench-forest'); return !i || i.complete; })()",
+                   "the forest plot decoded", timeout=20)
+        verdict = b.evaluate(VERDICT)
         if screenshot:
             time.sleep(0.5)  # let the rule graph finish drawing
             b.evaluate("document.querySelectorAll('*').forEach(el => { el.scrollTop = 0; }); window.scrollTo(0, 0)")
@@ -214,8 +231,8 @@ def check_report(report: str | Path, screenshot: str | Path | None = None, exe: 
         tables = [b.evaluate(SHOW_TABLE % json.dumps(p)) for sub in categories.get("Leaderboard", {}).values()
                   for p in sub]
         time.sleep(0.3)  # late console messages
-        return {"leaderboard": board, "figures": shown, "leaderboard_entry": tables, "categories": categories,
-                "errors": b.errors()}
+        return {"leaderboard": board, "verdict": verdict, "figures": shown, "leaderboard_entry": tables,
+                "categories": categories, "errors": b.errors()}
     finally:
         b.close()
 

@@ -68,7 +68,7 @@ def test_all_outputs(runs):
     assert list(board["personalized"]) == sorted(board["personalized"], reverse=True)
     assert {"BoN (expected, k=4)", "PPO", "GRPO"} <= set(board.columns), list(board.columns)
     assert (workdir / "results/tables/leaderboard.md").read_text().count("\n| ") == len(rms) + 1
-    for name in ["accuracy", "bon_curves", "scatter", "correlations", "ppo_training", "grpo_training"]:
+    for name in ["accuracy", "bon_curves", "scatter", "correlations", "forest", "ppo_training", "grpo_training"]:
         for ext in ("png", "pdf"):
             assert (workdir / f"results/figures/{name}.{ext}").stat().st_size > 1000
 
@@ -111,8 +111,17 @@ def test_report_in_browser(runs, tmp_path):
     # the report app centres its landing page vertically: taller than the window, it would lose its top
     # (unreachable by scrolling) but for the style in report/workflow.rst
     assert board["description_top"] >= 0, "the report's landing page lost its top (taller than the window)"
+    # the landing page opens with the verdict: its sentence, one table row per confirmatory cell (the
+    # run's comparisons table), the forest plot decoded and shown
+    verdict = seen["verdict"]
+    comp = pd.read_csv(workdir / "results/tables/correlation_comparisons.csv")
+    conf = comp[comp["family"] == "confirmatory"]
+    assert verdict["sentence"] and verdict["sentence"].startswith("Verdict.")
+    assert verdict["head"][:2] == ["downstream", "baseline"] and len(verdict["rows"]) == len(conf) > 0
+    assert [r[8] for r in verdict["rows"]] == list(conf["verdict"])
+    assert verdict["forest"]["complete"] and verdict["forest"]["width"] > 300 and verdict["forest"]["shown"] > 300
     figures = {f["path"]: f for f in seen["figures"]}
-    for name in ["accuracy", "bon_curves", "scatter", "correlations", "ppo_training", "grpo_training"]:
+    for name in ["accuracy", "bon_curves", "scatter", "correlations", "forest", "ppo_training", "grpo_training"]:
         f = figures[f"results/figures/{name}.png"]
         assert "error" not in f, f
         assert f["width"] > 300 and f["height"] > 200 and f["shown"] > 300, f

@@ -10,12 +10,11 @@ degrees of freedom, rbar = (rho_a + rho_b) / 2. It is an approximation twice ove
 assumes normal scores and Pearson correlations, and the factor is a large-sample correction for
 ranks. Why this test (docs/protocol.yaml, "What each uncertainty covers"): it is closed form, so the
 rule can be simulated thousands of times inside the correlations job; uncorrected, Williams' t on
-Spearman coefficients is liberal when the correlations are high (simulated false-win rate 0.085
-at 30 RMs and population Spearman 0.8, nominal 0.05); Zou's (2007) interval with the same
-correction is conservative (0.034 at 30 RMs, inter-correlation 0.8) and loses power; the swap
+Spearman coefficients is liberal when the correlations are high (`main` prints both); Zou's (2007)
+interval with the same correction was conservative in simulation and loses power; the swap
 permutation test is not exact for this null (swapped rank vectors are no longer rankings). The
-corrected t's simulated size is in `python -m prbench.analysis.verdict` (and the slow test
-tests/test_verdict_simulation.py).
+rule's simulated size: `python -m prbench.analysis.verdict` and the slow tests of
+tests/test_verdict.py.
 
 Where the test is not used. Below `MIN_RMS` RMs its simulated size exceeds the nominal level when
 the correlations are high (ranks of so few RMs are often perfectly ordered), so a cell with fewer
@@ -342,6 +341,8 @@ def size_grid(ns=(7, 10, 12, 20, 30), rhos=(0.3, 0.6, 0.8), inter=(0.2, 0.5, 0.8
     for n in ns:
         for rho in rhos:
             for r_ab in inter:
+                if not possible(rho, 0.0, r_ab):
+                    continue
                 rng = np.random.default_rng(stable_seed(seed, "verdict-size", n, rho, r_ab))
                 cells = [draw_cell(rho, 0.0, r_ab, n, n_sims, rng) for _ in range(m)]
                 fam = decide_family(cells, fdr)
@@ -351,13 +352,32 @@ def size_grid(ns=(7, 10, 12, 20, 30), rhos=(0.3, 0.6, 0.8), inter=(0.2, 0.5, 0.8
     return out
 
 
+def _uncorrected_size(n: int, rho: float, r_ab: float, n_sims: int = 5000, fdr: float = 0.05, seed: int = 0) -> float:
+    """The same family with Williams' t uncorrected (prbench.analysis.inference), for comparison."""
+    from .inference import williams_test
+
+    rng = np.random.default_rng(stable_seed(seed, "verdict-size", n, rho, r_ab))
+    ps = []
+    for _ in range(3):
+        r_a, r_b, r_ab_hat = spearman_triplet(*draw_cell(rho, 0.0, r_ab, n, n_sims, rng))
+        ps.append(williams_test(r_a, r_b, r_ab_hat, n)[1])
+    return float((bh_qvalues(np.stack(ps, -1)) <= fdr).any(-1).mean())
+
+
 def main() -> None:  # python -m prbench.analysis.verdict
-    print(f"The rule's false-win rate ({TEST_LABEL}; BH over 3 null cells at q = 0.05; 5,000 draws per row):")
-    print("n\trho\trho_ab\tany cell\tper cell")
+    print(f"The rule's false-win rate ({TEST_LABEL}; BH over 3 null cells at q = 0.05; 5,000 draws per row;")
+    print("the last column: the same family with Williams' t uncorrected):")
+    print("n\trho\trho_ab\tany cell\tper cell\tuncorrected")
     for r in size_grid():
-        print(f"{r['n']}\t{r['rho']}\t{r['rho_ab']}\t{r['false_win']:.4f}\t{r['per_cell']:.4f}")
+        unc = _uncorrected_size(r["n"], r["rho"], r["rho_ab"])
+        print(f"{r['n']}\t{r['rho']}\t{r['rho_ab']}\t{r['false_win']:.4f}\t{r['per_cell']:.4f}\t{unc:.4f}")
     pw = rule_power([(0.35, 0.5)] * 3, [30] * 3, 0.5, 5000, 0.05, seed=0)
     print(f"Power at 30 RMs, population Spearman 0.6 vs 0.1, rho_ab 0.5, the gap in all 3 cells: {pw.round(3)}")
+    # config.yaml's family: BoN, PPO, GRPO x RewardBench, RM-Bench = 6 cells at its 5 downstream RMs,
+    # centred between the paper's reported Spearman coefficients (0.257, 0.371)
+    rows = power_rows([{"center": 0.3, "rho_ab": 0.5, "n": 5, "diff": 0.5}] * 6, 2000, 0.05, seed=0)[:5]
+    need = ", ".join(f"gap {r['gap']:.1f}: {r['n_rms']} RMs" for r in rows if r["quantity"] == "rms_needed")
+    print(f"config.yaml's family (6 cells, centre 0.3, rho_ab 0.5), RMs for 80% power of the rule: {need}")
 
 
 if __name__ == "__main__":
