@@ -66,9 +66,7 @@ rule correlations:
             category="Tables",
         ),
         verdict="results/tables/verdict.html",
-        forest_png=report(
-            "results/figures/forest.png", caption="../report/fig_forest.rst", category="Figures"
-        ),
+        forest_png=report("results/figures/forest.png", caption="../report/fig_forest.rst", category="Figures"),
         forest_pdf="results/figures/forest.pdf",
     log:
         "logs/analysis/correlations.log",
