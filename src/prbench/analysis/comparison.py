@@ -100,16 +100,17 @@ def compare_benchmarks(bench: list, down: list, coefs: dict, n_boot: int, n_perm
                 keep = np.isfinite(a.point) & np.isfinite(b.point) & np.isfinite(d.point)
                 n = int(keep.sum())
                 rm_idx = inference.rm_resamples(n, n_boot, seed) if n >= 2 else np.empty((0, n), dtype=int)
+                cell = (a.point[keep], b.point[keep], d.point[keep])  # the RM-level values the verdict reads
                 for name in ["spearman", "pearson"] + [c for c in coefs if c != "spearman"]:
                     base = {"benchmark_a": a.score.key["benchmark"], "level_a": a.score.key["level"],
                             "benchmark_b": b.score.key["benchmark"], "level_b": b.score.key["level"],
                             **d.score.key, "coefficient": name, "n_rms": n,
                             "headline": dkey(d.score.key) in headline}
-                    values.append((a.point[keep], b.point[keep], d.point[keep]))
+                    values.append(cell)
                     if n < 3:
                         rows.append({**base, "diff": float("nan"), "n_boot": 0})
                         continue
-                    out = inference.compare(a.point[keep], b.point[keep], d.point[keep], a.boot[:, keep],
+                    out = inference.compare(*cell, a.boot[:, keep],
                                             b.boot[:, keep], d.boot[:, keep], rm_idx, fns[name], name, ci, n_perm,
                                             stable_seed(seed, "correlation-swap", n))
                     out["boot_low"], out["boot_high"] = out.pop("ci_low"), out.pop("ci_high")
