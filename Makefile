@@ -40,7 +40,8 @@ $(BIN)/snakemake:
 	$(MAKE) install
 
 # On a login node with internet: every hub model and dataset config.yaml names, into the Hugging Face
-# cache (HF_HOME), at each entry's revision; then compute nodes run with HF_HUB_OFFLINE=1 (docs/CLUSTER.md).
+# cache (HF_HOME), at each entry's revision, and the prompt files prompts.remote maps, into the prompt
+# cache (prompts.remote.cache); then compute nodes run with HF_HUB_OFFLINE=1 (docs/CLUSTER.md).
 prefetch: install
 	PYTHONPATH=src $(BIN)/python -m prbench.prefetch --configfile $(CONFIG)
 	HF_HUB_OFFLINE=1 PYTHONPATH=src $(BIN)/python -m prbench.prefetch --configfile $(CONFIG) --check

@@ -123,6 +123,10 @@ def _strings(leaf: Leaf, v: str | None) -> list[str]:
         return [f"results/edited/{name}"]
     if name == "templates":
         return [t for t in ("default", "compact") if t != v]
+    if leaf.path[-2:] == ("remote", "commit"):  # a full 40-hex commit (schema pattern)
+        return [c for c in ("e" * 40, "f" * 40) if c != v]
+    if leaf.path[-2:] == ("remote", "repo"):  # owner/name (schema pattern)
+        return [f"{v}-edited" if v else "owner/edited"]
     return [f"{v} edited" if v else "edited"]
 
 

@@ -11,7 +11,7 @@ SRC = REPO / "src"
 # Modules every stage may use; they import only each other.
 SHARED = {"prbench", "prbench.config", "prbench.io", "prbench.log", "prbench.seeding", "prbench.stats",
           "prbench.batching", "prbench.encoders", "prbench.generation", "prbench.models", "prbench.prompts",
-          "prbench.registry", "prbench.job", "prbench.partial", "prbench.manifest",
+          "prbench.prompt_source", "prbench.registry", "prbench.job", "prbench.partial", "prbench.manifest",
           "prbench.prefetch", "prbench.protocol", "prbench.revisions"}
 # What each stage package may import besides itself and SHARED: the DAG's order.
 ALLOWED = {

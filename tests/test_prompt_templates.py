@@ -109,7 +109,8 @@ def test_config_schema_accepts_prompt_keys_and_fills_defaults():
     cfg = load_config(str(REPO / "config.yaml"))
     assert cfg["prompts"]["templates"] == "default"
     assert cfg["prompts"]["post_format"] == P.AUTHORS_POST_FORMAT
-    P.load_templates(cfg["prompts"])  # the paper config's set loads
+    P.load_templates(cfg["prompts"], remote=False)  # the paper config's set loads (its prompts.remote roles:
+    # tests/test_prompt_source.py, against a fixture repository; nothing is fetched here)
     demo = load_config(str(REPO / "configs/demo.yaml"))
     assert P.load_templates(demo["prompts"]).get("policy_system") is None
 

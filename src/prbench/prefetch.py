@@ -9,9 +9,11 @@ cache (HF_HOME / HF_HUB_CACHE) at the entry's `revision` when it has one, else a
 revision lock holds for it (prbench.revisions, config `revisions.lock`), else the repository's
 default branch (then `python -m prbench.revisions --refresh` locks what was fetched). Local folders
 are checked to exist, `pkg:` models to be installed, folders under results/ are made by the workflow
-and skipped. `--check` uses `local_files_only=True`: it passes only
-when everything a job would load is already local, which is what a run with HF_HUB_OFFLINE=1 needs.
-Exit status 1 when anything is missing, with one line per missing artefact naming its config key.
+and skipped. The prompt files `prompts.remote` maps (prbench.prompt_source) are downloaded into
+the prompt cache (`prompts.remote.cache`) at the pinned commit. `--check` uses `local_files_only=True`
+(and reads the prompt cache only): it passes only when everything a job would load is already local,
+which is what a run with HF_HUB_OFFLINE=1 needs. Exit status 1 when anything is missing, with one line
+per missing artefact naming its config key.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import os
 import sys
 from pathlib import Path
 
+from . import prompt_source
 from .manifest import config_refs
 from .models import PKG_PREFIX, looks_local, resolve_model_ref
 from .revisions import configure as configure_lock
@@ -27,7 +30,8 @@ from .revisions import locked
 
 
 def plan(config: dict, basedir: str | os.PathLike = ".") -> list[dict]:
-    """One row per reference: key, ref, kind (model|dataset), revision, where (hub|local|package|built)."""
+    """One row per reference: key, ref, kind (model|dataset|prompt), revision, where
+    (hub|local|package|built|prompt); a prompt row also carries its `spec` and repository `path`."""
     rows = []
     for key, r in config_refs(config).items():
         ref = r["ref"]
@@ -41,11 +45,25 @@ def plan(config: dict, basedir: str | os.PathLike = ".") -> list[dict]:
             where = "hub"
         rev = r["revision"] or (locked(ref, r["kind"]) if where == "hub" else None)
         rows.append({"key": key, "ref": ref, "kind": r["kind"], "revision": rev, "where": where})
+    spec = prompt_source.remote_spec(config.get("prompts"))
+    for role, path in prompt_source.remote_files(config.get("prompts")).items():
+        rows.append({"key": f"prompts.remote.files.{role}", "ref": f"{spec['repo']}:{path}", "kind": "prompt",
+                     "revision": spec["commit"], "where": "prompt", "spec": spec, "path": path})
     return rows
 
 
 def fetch_one(row: dict, *, check: bool, basedir: str | os.PathLike = ".") -> tuple[bool, str]:
     """(ok, message) for one planned reference."""
+    if row["where"] == "prompt":  # a prompt file at a pinned commit: the prompt cache, else downloaded
+        cached = prompt_source.cache_file(row["spec"], row["path"], basedir)
+        if cached.is_file():
+            return True, str(cached)
+        if check:
+            return False, f"not in the prompt cache ({cached})"
+        try:
+            return True, str(prompt_source.fetch(row["spec"], row["path"], basedir, row["key"].rsplit(".", 1)[1]))
+        except FileNotFoundError as e:
+            return False, f"download failed ({e})"
     if row["where"] == "built":
         return True, "made by the workflow"
     if row["where"] == "package":

@@ -7,11 +7,13 @@ tests/test_leakage.py proves it over a whole generated benchmark.
 """
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from . import prompt_source as _source
 from .config import entry_with_defaults
 
 # Fields of a benchmark row an RM or policy may see. Anything else is judge-only.
@@ -80,8 +82,11 @@ def template_dir(name_or_path: str) -> Path:
     return Path(name_or_path)
 
 
-def load_templates(prompts_cfg: dict | None = None) -> PromptTemplates:
-    """Read a template set named by the config section `prompts` ({templates, post_format, files})."""
+def load_templates(prompts_cfg: dict | None = None, *, remote: bool = True) -> PromptTemplates:
+    """Read a template set named by the config section `prompts` ({templates, post_format, files,
+    remote}). Roles mapped by `prompts.remote.files` are read from that repository at its pinned
+    commit (prbench.prompt_source: the cache, fetched when missing and online); every other role from
+    the `templates` folder. `remote=False` (validation) reads the folder only and never fetches."""
     cfg = entry_with_defaults(prompts_cfg or {}, "prompts")  # the schema holds the defaults
     folder = template_dir(str(cfg["templates"]))
     if not folder.is_dir():
@@ -89,12 +94,17 @@ def load_templates(prompts_cfg: dict | None = None) -> PromptTemplates:
                                 f"(bundled sets: {sorted(p.name for p in TEMPLATE_ROOT.iterdir() if p.is_dir())})")
     files = {role: f"{role}.txt" for role in ROLES}
     files.update(cfg["files"] or {})
+    spec = _source.remote_spec(cfg)
+    mapped = _source.remote_files(cfg)
+    fetched = mapped if remote else {}
     texts = {}
     for role in ROLES:
         f = folder / files[role]
-        if f.is_file():
+        if role in fetched:
+            texts[role] = _source.read(spec, role, fetched[role])
+        elif f.is_file():
             texts[role] = f.read_text(encoding="utf-8").rstrip("\n")
-        elif role in REQUIRED_ROLES:
+        elif role in REQUIRED_ROLES and role not in mapped:
             raise FileNotFoundError(f"config key prompts.templates: {str(folder)!r} has no {files[role]!r} "
                                     f"(role {role}; rename it with prompts.files.{role})")
         else:
@@ -105,7 +115,10 @@ def load_templates(prompts_cfg: dict | None = None) -> PromptTemplates:
     except (KeyError, IndexError, ValueError) as e:
         raise ValueError(f"config key prompts.post_format: {fmt!r} is not a format with {{i}}, {{category}}, "
                          f"{{text}} ({e})") from None
-    return PromptTemplates(tuple(texts.items()), fmt, str(folder), bool(cfg["strip_answers"]))
+    origin = str(folder)
+    if fetched:
+        origin += " + " + ", ".join(f"{role}: {_source.where(spec, path)}" for role, path in fetched.items())
+    return PromptTemplates(tuple(texts.items()), fmt, origin, bool(cfg["strip_answers"]))
 
 
 _ACTIVE: PromptTemplates | None = None
@@ -117,6 +130,7 @@ def configure(prompts_cfg: dict | None) -> PromptTemplates:
     scripts with the config section `prompts`; absent -> the bundled default)."""
     global _ACTIVE
     _ACTIVE = load_templates(prompts_cfg)
+    logging.getLogger("prbench").info("prompt templates: %s", _ACTIVE.origin)
     return _ACTIVE
 
 

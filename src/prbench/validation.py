@@ -63,6 +63,16 @@ def _check_sections(config: dict) -> None:
             raise ConfigError(f"config key reward_models.{name}.kind: trained demo RMs must be 'classifier'")
 
 
+def _check_prompts(config: dict) -> None:
+    """`prompts.remote.files`: paths inside the repository. Reads the mapping only, never a file."""
+    from .prompt_source import remote_files
+
+    try:
+        remote_files(config.get("prompts"))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
 def _check_reward(config: dict) -> None:
     """`reward.generative: pointwise` with a generating RM needs the 0-1 scoring prompt (reward_user)
     in the configured template set: refused here, before any job starts, not in the first BoN job."""
@@ -70,13 +80,15 @@ def _check_reward(config: dict) -> None:
     generating = [n for n, e in config["reward_models"].items() if _registered(kind_info, e["kind"], n).generates]
     if reward["generative"] != "pointwise" or not generating:
         return
+    from .prompt_source import remote_files
     from .prompts import load_templates
 
-    try:
-        tpl = load_templates(config.get("prompts"))
+    try:  # the folder only: validation never fetches (a role mapped by prompts.remote is read by the jobs)
+        tpl = load_templates(config.get("prompts"), remote=False)
+        mapped = remote_files(config.get("prompts"))
     except (FileNotFoundError, ValueError):
         return  # the template set's own error is raised by the jobs that read it, naming its key
-    if tpl.get("reward_user") is None:
+    if tpl.get("reward_user") is None and "reward_user" not in mapped:
         raise ConfigError(f"config key reward.generative: pointwise needs the 0-1 scoring prompt reward_user.txt, "
                           f"absent from prompts.templates {tpl.origin!r} (RMs {generating}; name the file with "
                           "prompts.files.reward_user, or use reward.generative: round_robin)")
@@ -271,6 +283,7 @@ def check_config(config: dict) -> None:
         if info.needs_model and len(sources) != 1:
             raise ConfigError(f"config key {key}: RM kind {entry['kind']!r} needs exactly one model source "
                               f"(path, train or from_policy); found {sources or 'none'}")
+    _check_prompts(config)
     _check_reward(config)
     _check_downstream_unique(config)
     _check_revisions(config)
