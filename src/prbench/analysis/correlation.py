@@ -428,9 +428,9 @@ def correlate_by_subset(
         keep = [e for e in bench if e.score.key["benchmark"] == PERSONALIZED
                 and e.score.key["level"] == "subset" and str(e.score.key["group"]) == subset]
         keep += [e for e in headline_benchmarks(bench) if e.score.key["benchmark"] != PERSONALIZED]
-        if not any(e.score.key["benchmark"] == PERSONALIZED for e in keep):
-            raise ValueError(f"correlation.per_subset: the downstream questions' subset {subset!r} has no "
-                             "personalized benchmark pairs")
+        if not any(e.score.key["benchmark"] == PERSONALIZED for e in keep):  # data.personalized.downstream.subsets
+            log.warning("correlation.per_subset: the downstream questions' subset %r has no personalized benchmark "
+                        "pairs: its rows correlate the baselines only", subset)
         table, _, _ = _coefficient_table(keep, down, coefs, n_boot, n_perm, ci, seed)
         parts.append(table.assign(subset=subset))
     if not parts:
