@@ -5,6 +5,7 @@
 #   results/tables/correlation_comparisons.csv  personalized vs each baseline, paired: diff, CI, p, q, verdict
 #   results/tables/correlation_power.csv   the verdict rule's power: smallest detectable gap, RMs needed per gap
 #   results/tables/verdict.html            the report's landing-page verdict: sentence, table, forest plot
+#   results/tables/correlations_by_subset.csv  correlation.per_subset: the coefficients per subset (exploratory)
 #   results/figures/forest.{png,pdf}       the confirmatory differences with the verdict test's intervals
 #   results/figures/{accuracy,bon_curves,scatter,correlations}.{png,pdf}, {method}_training.{png,pdf}
 # The downstream methods come from the registry (prbench.downstream, DOWNSTREAM in common.smk):
@@ -66,6 +67,7 @@ rule correlations:
             category="Tables",
         ),
         verdict="results/tables/verdict.html",
+        by_subset="results/tables/correlations_by_subset.csv",
         forest_png=report("results/figures/forest.png", caption="../report/fig_forest.rst", category="Figures"),
         forest_pdf="results/figures/forest.pdf",
     log:
@@ -96,6 +98,7 @@ rule correlations:
                 "min_rms",
                 "power_simulations",
                 "confirmatory",
+                "per_subset",
             ],
         ),
         signals=FIG_SIGNALS,

@@ -140,7 +140,7 @@ rule score_bon:
         gpu=rm_gpus,
     params:
         prompts=canon(PROMPTS),
-        spec=lambda wildcards: DOWNSTREAM_RM_SPEC[wildcards.rm],
+        spec=lambda wildcards: DOWNSTREAM_RM_SPEC["bon"][wildcards.rm],
     script:
         "../workflow_scripts/score_bon.py"
 

@@ -282,21 +282,27 @@ def scoring_params(rm):
 
 # RM spec plus the runtime keys the benchmark scoring stage passes too (lengths, seed, no progress bars),
 # as the downstream reward under the config section `reward` (prbench.rms.reward_spec: keys added only
-# where `reward` departs from the benchmark spec, so each RM's params carry what its jobs read).
+# where `reward` departs from the benchmark spec, so each RM's params carry what its jobs read), per
+# stage: DOWNSTREAM_RM_SPEC[stage][rm], stage bon, ppo or grpo (the generative prompt of the stage:
+# reward.generative_prompt_bon, reward.generative_prompt_ppo for PPO and GRPO).
 REWARD = config.get("reward") or {}
-DOWNSTREAM_RM_SPEC = canon(
-    {
-        r: reward_spec(
-            {
-                "max_length": config["scoring"]["max_length"],
-                "max_tokens_per_batch": config["scoring"]["max_tokens_per_batch"],
-                **(pick(config["scoring"], ["add_special_tokens", "truncation"]) if CLASSIFIER_INPUT[r] else {}),
-                **rm_spec(r),
-                "seed": SEED,
-                "progress": False,
-            },
-            REWARD,
-        )
-        for r in RMS
-    }
-)
+DOWNSTREAM_RM_SPEC = {
+    stage: canon(
+        {
+            r: reward_spec(
+                {
+                    "max_length": config["scoring"]["max_length"],
+                    "max_tokens_per_batch": config["scoring"]["max_tokens_per_batch"],
+                    **(pick(config["scoring"], ["add_special_tokens", "truncation"]) if CLASSIFIER_INPUT[r] else {}),
+                    **rm_spec(r),
+                    "seed": SEED,
+                    "progress": False,
+                },
+                REWARD,
+                stage,
+            )
+            for r in RMS
+        }
+    )
+    for stage in ("bon", "ppo", "grpo")
+}

@@ -136,6 +136,6 @@ def test_first_k_rows_of_bon_csv_reproduced_from_saved_files(tmp_path):
             head = [rsc[(q, s)] for s in range(k)]
             tie_decided += sum(1 for x in head if x == rsc[(q, best)]) > 1
             picked.append(g[(q, best)])
-        row = table[(table.rm == "rm") & (table.estimator == "first_k") & (table.k == k)]
+        row = table[(table.rm == "rm") & (table.subset == "all") & (table.estimator == "first_k") & (table.k == k)]
         assert row["mean"].iloc[0] == f"{np.mean(picked):.6g}", k
     assert tie_decided > 0

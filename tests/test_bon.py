@@ -108,7 +108,7 @@ def test_curves_oracle_dominates_and_good_rm_rises():
     for name in ("good", "noise", "flaky"):
         cur = curves[name].set_index(["question_id", "estimator", "k"])["judge_score"]
         assert (ora.loc[cur.index] >= cur - 1e-12).all()
-    t = table.set_index(["rm", "estimator", "k"])
+    t = table[table.subset == bon.ALL_SUBSETS].set_index(["rm", "estimator", "k"])  # the pooled rows
     good = [t.loc[("good", "expected", k), "mean"] for k in ks]
     assert good == sorted(good) and good[-1] > good[0]
     # k = 1 under `expected` is a uniformly random sample for every RM
@@ -120,6 +120,42 @@ def test_curves_oracle_dominates_and_good_rm_rises():
     # deterministic
     _, table2 = bon.bon_curves(samples, judged, rms, ks, 8, "pol", seed=0, n_boot=200)
     pd.testing.assert_frame_equal(table, table2)
+
+
+def test_per_subset_rows_as_the_authors_report_them():
+    """Per (RM, estimator, k): the pooled row (subset `all`, unchanged: the bootstrap seeded by the
+    policy only) then one row per subset, each the mean of its subset's questions' curve values, with
+    the subset's counts; the subsets' counts add up to the pooled ones."""
+    from prbench.seeding import stable_seed
+    from prbench.stats import bootstrap_ci
+
+    samples, judged, rms = _world()
+    ks = [1, 2, 8]
+    curves, table = bon.bon_curves(samples, judged, rms, ks, 8, "pol", seed=0, n_boot=100)
+    assert set(table["subset"]) == {"all", "S0", "S1"}
+    assert len(table) == 3 * len(table[table.subset == "all"])
+    for rm, name in (("good", "good"), ("flaky", "flaky"), ("oracle", "_oracle"), ("random", "_random")):
+        for est in bon.ESTIMATORS:
+            for k in ks:
+                cur = curves[name].query("estimator == @est and k == @k")
+                rows = table[(table.rm == rm) & (table.estimator == est) & (table.k == k)].set_index("subset")
+                assert list(rows.index) == ["all", "S0", "S1"]
+                for sub in ("S0", "S1"):
+                    js = cur[cur.subset == sub]["judge_score"].to_numpy()
+                    js = js[~np.isnan(js)]
+                    want = bootstrap_ci(js, n_boot=100, seed=stable_seed(0, "bon", "pol", sub))
+                    assert (rows.loc[sub, "mean"], rows.loc[sub, "ci_low"], rows.loc[sub, "ci_high"]) == want
+                    assert rows.loc[sub, "n_questions"] == len(js) == 6
+                all_js = cur["judge_score"].to_numpy()
+                assert rows.loc["all", "mean"] == pytest.approx(all_js.mean())
+                assert (rows.loc["all", "ci_low"], rows.loc["all", "ci_high"]) == \
+                    bootstrap_ci(all_js, n_boot=100, seed=stable_seed(0, "bon", "pol"))[1:]
+                for col in ("rm_failures", "judge_dropped", "judge_nan_samples", "judge_failed_samples"):
+                    assert rows.loc["S0", col] + rows.loc["S1", col] == rows.loc["all", col], col
+    flaky = table[(table.rm == "flaky") & (table.k == 1) & (table.estimator == "expected")].set_index("subset")
+    by_sub = {s: sum(1 for r in rms["flaky"] if r["score"] is None and r["question_id"].startswith(s))
+              for s in ("S0", "S1")}
+    assert flaky.loc["S0", "rm_failures"] == by_sub["S0"] and flaky.loc["S1", "rm_failures"] == by_sub["S1"]
 
 
 def _nan_world(g_qa2=None):
@@ -139,8 +175,8 @@ def test_nan_judgement_drops_only_the_cells_that_need_it(caplog):
     samples, judged, rms = _nan_world()
     caplog.set_level(logging.WARNING, logger="prbench.downstream.bon")
     curves, table = bon.bon_curves(samples, judged, rms, [1, 2, 4], 4, "pol", n_boot=0)
-    t = table.set_index(["rm", "estimator", "k"])
-    assert (table["judge_nan_samples"] == 1).all()
+    t = table[table.subset == bon.ALL_SUBSETS].set_index(["rm", "estimator", "k"])  # the pooled rows
+    assert (table["judge_nan_samples"] == 1).all()  # one subset: its rows count what the pooled ones do
     # first_k: pick2 selects the unjudged sample of qa only at k=4 -> that one cell is dropped
     assert [t.loc[("pick2", "first_k", k), "n_questions"] for k in (1, 2, 4)] == [3, 3, 2]
     assert [t.loc[("pick2", "first_k", k), "judge_dropped"] for k in (1, 2, 4)] == [0, 0, 1]
@@ -176,8 +212,10 @@ def test_bon_csv_reports_dropped_cells(tmp_path):
                   tmp_path / "bon.csv", ks=[1, 4], n=4, seed=0, n_boot=20)
     saved = pd.read_csv(tmp_path / "bon.csv")
     assert list(saved.columns) == bon.TABLE_COLUMNS
-    row = saved[(saved.rm == "pick2") & (saved.estimator == "first_k") & (saved.k == 4)].iloc[0]
-    assert (row["n_questions"], row["judge_dropped"], row["judge_nan_samples"]) == (2, 1, 1)
+    rows = saved[(saved.rm == "pick2") & (saved.estimator == "first_k") & (saved.k == 4)]
+    assert list(rows["subset"]) == ["all", "S"]  # the pooled row, then one per subset
+    for _, row in rows.iterrows():
+        assert (row["n_questions"], row["judge_dropped"], row["judge_nan_samples"]) == (2, 1, 1)
     assert pd.read_csv(tmp_path / "c" / "pick2.csv")["judge_score"].isna().sum() == 3  # 3 estimators at k=4
 
 

@@ -85,6 +85,24 @@ def test_bon_curves_figure(world, tmp_path, saved_figures):
         np.testing.assert_allclose(t["ci_high"] - t["ci_low"], 0.1, atol=1e-9)
 
 
+def test_bon_curves_figure_draws_the_pooled_rows(world, tmp_path, saved_figures):
+    """A bon.csv with per-subset rows (subset column): the figure draws the `all` rows only, the same
+    lines and bands as the table without them."""
+    t = pd.read_csv(world["tables"] / "bon.csv")
+    figures.plot_bon_curves(world["tables"] / "bon.csv", tmp_path / "a.png", tmp_path / "a.pdf", rms=world["rms"])
+    shifted = [t.assign(subset=s, mean=t["mean"] + d, ci_low=t["ci_low"] + d, ci_high=t["ci_high"] + d)
+               for s, d in (("A", 0.3), ("B", -0.2))]
+    sub = pd.concat([t.assign(subset="all")] + shifted)
+    sub.to_csv(tmp_path / "bon.csv", index=False)
+    figures.plot_bon_curves(tmp_path / "bon.csv", tmp_path / "b.png", tmp_path / "b.pdf", rms=world["rms"])
+    (ax_a,), (ax_b,) = (f.axes for f in saved_figures)
+    assert [ln.get_label() for ln in ax_a.lines] == [ln.get_label() for ln in ax_b.lines]
+    for la, lb in zip(ax_a.lines, ax_b.lines):
+        np.testing.assert_array_equal(la.get_xydata(), lb.get_xydata())
+    for ca, cb in zip(ax_a.collections, ax_b.collections):
+        np.testing.assert_array_equal(ca.get_paths()[0].vertices, cb.get_paths()[0].vertices)
+
+
 def _panel_points(ax) -> np.ndarray:
     return np.vstack([c.get_offsets() for c in ax.collections if isinstance(c, PathCollection)])
 

@@ -98,7 +98,7 @@ SKIP = [
          "an LLM judge's setting: the offline MiniLM judge (judge.backend minilm) reads none of them "
          "(rules/judge.smk JUDGE_MINILM_KEYS)"),
     Skip(("demo",), ("reward.generative_max_new_tokens", "reward.generative_failure_score",
-                          "reward.generative_parse"),
+                          "reward.generative_parse", "reward.generative_prompt_bon", "reward.generative_prompt_ppo"),
          "read under reward.generative pointwise only; the demo scores generative RMs round_robin"),
     Skip(("demo",), "reward.profile_join", "read under reward.profile always only; the demo's RMs read the profile "
                                            "as on the benchmark (as_benchmark)"),

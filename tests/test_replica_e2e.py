@@ -99,7 +99,10 @@ def test_llm_judge_path(run):
     # (float kernels): the validity counts are checked for consistency, the failure must surface somewhere
     assert 0 <= validity["judge_failed"] <= validity["parse_failures"]
     bon = pd.read_csv(run / "results/tables/bon.csv")
-    assert (bon["judge_failed_samples"] == sum(j["failed"] for j in judged)).all()
+    pooled_bon = bon[bon["subset"] == "all"]  # subset rows count their own subset's samples
+    assert (pooled_bon["judge_failed_samples"] == sum(j["failed"] for j in judged)).all()
+    per_subset = bon[bon["subset"] != "all"].groupby(["rm", "estimator", "k"])["judge_failed_samples"].sum()
+    assert (per_subset == sum(j["failed"] for j in judged)).all()
     ppo = pd.read_csv(run / "results/tables/ppo.csv")
     pooled = ppo[ppo["subset"] == "all"] if (ppo["subset"] == "all").any() else ppo  # subset rows split "all"
     assert pooled["judge_failures"].sum() == sum(e["judge_failures"] for e in evals)

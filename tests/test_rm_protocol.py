@@ -419,3 +419,79 @@ def test_strip_answers_key_reaches_the_rubric_prompt_and_the_reward_input():
     assert P.answer_text(answer) == answer
     P.configure({"templates": "default"})
     assert P.answer_text(answer) == "Try cycling."
+
+
+# ---- the generative reward's prompt per stage (reward.generative_prompt_bon / _ppo) ---------------
+def test_reward_prompt_per_stage_in_the_spec(lm_08):
+    """BoN reads generative_prompt_bon, PPO and GRPO generative_prompt_ppo; the project's `reward`
+    adds no key; without a stage (validation) or under round_robin nothing is added."""
+    spec = _spec(lm_08)
+    reward = {"generative": "pointwise", "generative_prompt_bon": "rubric", "generative_prompt_ppo": "policy"}
+    assert reward_spec(spec, reward, "bon")["reward_prompt"] == "rubric"
+    assert reward_spec(spec, reward, "ppo")["reward_prompt"] == "policy"
+    assert reward_spec(spec, reward, "grpo")["reward_prompt"] == "policy"
+    assert "reward_prompt" not in reward_spec(spec, reward)
+    assert "reward_prompt" not in reward_spec(spec, {"generative": "pointwise"}, "bon")
+    assert reward_spec(spec, {**reward, "generative": "round_robin"}, "ppo") == spec
+    cls = {"name": "c", "kind": "classifier", "path": "x", "use_profile": False}
+    assert "reward_prompt" not in reward_spec(cls, reward, "bon")
+    with pytest.raises(ValueError, match="reward stage"):
+        reward_spec(spec, reward, "dpo")
+    with pytest.raises(ConfigError, match="generative_prompt_ppo"):
+        reward_spec(spec, {"generative": "pointwise", "generative_prompt_ppo": "sample"}, "ppo")
+
+
+def test_reward_prompt_values_change_what_the_scorer_sees():
+    """Each value of the keys renders another prompt from the same request: `reward` and `rubric`
+    show the answer, `policy` (the authors' PPO prompt) does not, whatever the answer; `rubric` leaves
+    {aspects} unfilled (judge-only: no aspect reaches an RM) and shows no profile."""
+    tpl = P.load_templates({"templates": "default"})
+    q, prof, cats = "How do I start oil painting?", ("I paint birds at dawn.", "I love ochre."), ("Art", "Art")
+    answer = "Buy three tubes of ANSWERTOKEN paint."
+
+    def user(prompt, a=answer):
+        msgs = P.reward_prompt_messages(prompt, q, a, prof, True, None, cats, templates=tpl)
+        assert msgs[0] == {"role": "system", "content": tpl.get("reward_system")}  # the judge's system turn
+        return msgs[-1]["content"]
+
+    reward, rubric, policy = user("reward"), user("rubric"), user("policy")
+    assert len({reward, rubric, policy}) == 3
+    assert q in reward and q in rubric and q in policy
+    assert answer in reward and answer in rubric and answer not in policy
+    assert "I paint birds at dawn." in reward and "I paint birds at dawn." in policy
+    assert "I paint birds at dawn." not in rubric and "{aspects}" in rubric
+    assert reward == P.reward_judge_messages(q, answer, prof, True, None, cats, templates=tpl)[-1]["content"]
+    assert policy == P.fill(tpl.get("policy_user"), question=q, profile=P.render_profile(prof, cats, None,
+                                                                                     tpl.post_format))
+    assert user("policy", "another answer") == policy and user("reward", "another answer") != reward
+    assert P.response_blind("policy", tpl) and not P.response_blind("rubric", tpl) \
+        and not P.response_blind("reward", tpl)
+    with pytest.raises(ValueError, match="generative_prompt"):
+        P.reward_prompt_messages("sample", q, answer, templates=tpl)
+
+
+@pytest.mark.parametrize("prompt,blind", [("reward", False), ("rubric", False), ("policy", True)])
+def test_reward_prompt_reaches_the_model_and_the_blind_one_warns(lm_08, prompt, blind, caplog):
+    """The prompt ids the scorer generates from hold the answer unless the prompt is `policy`, which
+    logs that the reward cannot depend on the response (and says so in the diagnostics)."""
+    P.configure({"templates": "default"})
+    reward = {"generative": "pointwise", "generative_prompt_bon": prompt, "generative_prompt_ppo": prompt}
+    rm = load_reward_model(reward_spec(_spec(lm_08), reward, "ppo"))
+    seen = []
+    generate = rm._generate
+    rm._generate = lambda ids, **kw: seen.extend(ids) or generate(ids, **kw)
+    reqs = [ScoreRequest("What should I cook tonight?", f"Cook dish number {i} ANSWERTOKEN.", ("I like rice.",))
+            for i in range(2)]
+    with caplog.at_level("WARNING", logger="prbench.rms.generative"):
+        out = rm.score(reqs)
+        rm.score(reqs)
+    texts = [rm.tokenizer.decode(ids) for ids in seen]
+    assert all("What should I cook tonight?" in t for t in texts)
+    assert all(("ANSWERTOKEN" in t) is not blind for t in texts)
+    assert (texts[0] == texts[1]) is blind  # response-blind: both answers give the scorer one input
+    warned = [r for r in caplog.records if "cannot depend on the response" in r.getMessage()]
+    assert len(warned) == (1 if blind else 0)  # once per RM
+    assert rm.diagnostics()["unit_prompt"] == prompt and rm.diagnostics()["unit_response_blind"] is blind
+    assert out.scores.shape == (2,) and ((out.scores >= 0) & (out.scores <= 1)).all()
+    if blind:  # one input, greedy: one score for both answers
+        assert out.scores[0] == out.scores[1]

@@ -312,6 +312,57 @@ def reward_judge_messages(question: str, answer: str, profile: Sequence[str] = (
                  **_profile_values(profile, categories, use_profile, top_k, tpl))
 
 
+# The generative RM's downstream 0-1 prompt per stage (config keys reward.generative_prompt_bon and
+# reward.generative_prompt_ppo; GRPO reads the PPO key; RM spec key `reward_prompt`): which template
+# role's user turn the scorer gets, after the `reward_system` turn (the authors' system turn is a string
+# literal in their scripts, so the project's judge system text stands in for it):
+#   "reward" (the project's): `reward_user`, the question, the profile and the answer;
+#   "rubric" (the authors' BoN, BoN/score.py's default `prompts/evaluation.txt`): the rubric prompt
+#     `rubric_list_user`, filled like their scorer fills it: {question}, {profile}, {answer}; its
+#     {aspects} are never filled (judge-only, and the authors leave it literal too);
+#   "policy" (the authors' PPO, PPO/train.sh passes `prompts/sample.txt` to PPO/reward_server.py): the
+#     policy prompt `policy_user`, filled with {question}, {profile} and {answer}; a policy prompt has
+#     no {answer}, so the scorer never sees the response (`response_blind`).
+REWARD_PROMPTS = ("reward", "rubric", "policy")
+_REWARD_PROMPT_ROLE = {"reward": "reward_user", "rubric": "rubric_list_user", "policy": "policy_user"}
+
+
+def reward_prompt_role(prompt: str) -> str:
+    """The template role whose text is the user turn of downstream prompt `prompt`."""
+    if prompt not in _REWARD_PROMPT_ROLE:
+        raise ValueError(f"generative reward prompt {prompt!r} (config keys reward.generative_prompt_bon, "
+                         f"reward.generative_prompt_ppo): expected one of {list(REWARD_PROMPTS)}")
+    return _REWARD_PROMPT_ROLE[prompt]
+
+
+def response_blind(prompt: str, templates: PromptTemplates | None = None) -> bool:
+    """True when the user turn of downstream prompt `prompt` has no {answer}: the scorer's input, and
+    so its reward, cannot depend on the response."""
+    tpl = templates or active_templates()
+    text = tpl.get(reward_prompt_role(prompt))
+    return text is not None and "{answer}" not in text
+
+
+def reward_prompt_messages(prompt: str, question: str, answer: str, profile: Sequence[str] = (),
+                           use_profile: bool = True, top_k: int | None = None, categories: Sequence[str] = (),
+                           templates: PromptTemplates | None = None) -> list[dict]:
+    """The generative RM's 0-1 downstream prompt `prompt` (REWARD_PROMPTS) for one answer."""
+    role = reward_prompt_role(prompt)
+    if prompt == "reward":
+        return reward_judge_messages(question, answer, profile, use_profile, top_k, categories, templates)
+    tpl = templates or active_templates()
+    user = tpl.get(role)
+    if user is None:
+        raise FileNotFoundError(f"config key prompts.templates: {tpl.origin!r} has no {role}.txt, the user turn "
+                                f"of the generative reward prompt {prompt!r} (rename it with prompts.files.{role})")
+    values = dict(question=_check_question(question), answer=answer,
+                  **_profile_values(profile, categories, use_profile, top_k, tpl))
+    system = tpl.get("reward_system")
+    msgs = [{"role": "system", "content": fill(system, **values)}] if system else []
+    msgs.append({"role": "user", "content": fill(user, **values)})
+    return msgs
+
+
 def rubric_messages(question: str, answer: str, aspects: Sequence[str],
                     templates: PromptTemplates | None = None, aspect_format: str = "numbered",
                     system_turn: bool = False) -> list[dict]:

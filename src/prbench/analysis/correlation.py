@@ -23,7 +23,10 @@ are resampled once per draw for all RMs; PPO's and GRPO's training seeds per RM)
 `ReplicatedScore`: each draw also resamples the run's replicates (R of R, with replacement) and the
 measure is the mean over the drawn replicates of their question means, so the between-seed spread
 enters every CI (`correlation_inputs.csv`: `n_replicates`, `replicate_sd`); with one replicate the
-computation is the question bootstrap alone. All coefficients
+computation is the question bootstrap alone. With `correlation.per_subset` the same coefficients are
+also computed per subset of the personalized benchmark (`correlate_by_subset`,
+`correlations_by_subset.csv`): exploratory rows beside the pooled headline, never in the verdict.
+All coefficients
 (`prbench.analysis.rankmetrics`) are recomputed on every replicate; percentile CIs at `ci`; permutation
 p-values for Spearman and Kendall shuffle the downstream values across RMs. Every coefficient also
 gets its null under a random RM ranking and its leave-one-RM-out range (`prbench.analysis.inference`);
@@ -58,6 +61,7 @@ from .comparison import (  # noqa: F401  (the comparison table's contract, re-ex
     best_without_one_rm,
     compare_benchmarks,
     dkey,
+    headline_benchmarks,
     power_table,
 )
 from .scores import (  # noqa: F401  (re-exported: the stage's score types)
@@ -82,6 +86,10 @@ TABLE_COLUMNS = [
     "coefficient", "value", "ci_low", "ci_high", "p_perm", "n_rms", "n_boot",
     "null_mean", "null_q95", "p_null", "q_null", "value_norm", "loo_min", "loo_max",
 ]
+
+# correlations_by_subset.csv: the downstream measures over one subset's questions (`subset`), against that
+# subset's personalized accuracy and each baseline's headline score; exploratory (no verdict)
+SUBSET_COLUMNS = ["subset", *TABLE_COLUMNS]
 
 INPUT_COLUMNS = ["rm", "kind", "benchmark", "level", "group", "policy", "downstream", "estimator", "measure", "k",
                  "value", "ci_low", "ci_high", "n_replicates", "replicate_sd"]
@@ -114,6 +122,7 @@ def collect(
     measure_tables: Sequence[tuple[str, str]] = (),
     bench_kinds: dict | None = None,
     runs: Sequence[tuple[str, str]] | None = None,
+    subset: str | None = None,
 ) -> Collected:
     """Read every input into per-unit sums.
 
@@ -121,7 +130,8 @@ def collect(
     measure table, `prbench.downstream`), read in the order given; bench_kinds: {baseline: kind},
     a baseline of kind rewardbench/rmbench also gets its official score (level `official`), its
     headline in the summary; runs: the (policy, rm) pairs every measure table must cover (None =
-    no check).
+    no check); subset: read only the downstream rows of that personalized subset's questions (None =
+    every question).
     """
     col = Collected(rms=list(rms))
     rindex = {r: i for i, r in enumerate(rms)}
@@ -132,7 +142,7 @@ def collect(
         _read_pairs(col, bench_store, official_rows, rindex, rm, bench, path, bench_kinds or {})
     _units(col, PERSONALIZED)
     for method, path in measure_tables:
-        _read_downstream(col, down_store, rindex, method, path, runs)
+        _read_downstream(col, down_store, rindex, method, path, runs, subset)
     col.benchmarks = _materialise(bench_store, rms, col.units)
     col.benchmarks += _official_scores(col, official_rows, bench_kinds or {})
     col.downstream = _materialise(down_store, rms, col.units, col.replicates)
@@ -201,10 +211,12 @@ def _official_scores(col: Collected, official_rows: dict, bench_kinds: dict) -> 
 
 
 def _read_downstream(col: Collected, store: dict, rindex: dict, method: str, path,
-                     runs: Sequence[tuple[str, str]] | None) -> None:
-    """One method's measure table: every finite value is one observation of its run's RM on its
-    question; NaN judge scores are counted (data note) and skipped."""
+                     runs: Sequence[tuple[str, str]] | None, subset: str | None = None) -> None:
+    """One method's measure table (only `subset`'s questions when given): every finite value is one
+    observation of its run's RM on its question; NaN judge scores are counted (data note) and skipped."""
     df = read_measures(path, method)
+    if subset is not None:
+        df = df[df["subset"].astype(str) == str(subset)]
     unknown = sorted(set(df["rm"]) - set(rindex))
     if unknown:
         raise ValueError(f"{path}: RM(s) {unknown} are not among the configured reward_models")
@@ -351,6 +363,83 @@ def _inputs_table(col: Collected, bench: list[Evaluated], down: list[Evaluated],
     return inputs
 
 
+def _coefficients(rbo_p: float, rbo_ties: str) -> dict:
+    coefs = dict(rankmetrics.COEFFICIENTS)
+    coefs["rbo"] = lambda x, y: rankmetrics.rbo_scores(x, y, p=rbo_p, ties=rbo_ties)
+    return coefs
+
+
+def _coefficient_table(bench: list[Evaluated], down: list[Evaluated], coefs: dict, n_boot: int, n_perm: int,
+                       ci: float, seed: int) -> tuple[pd.DataFrame, dict, dict]:
+    """Every coefficient of every (benchmark score, downstream measure) pair (TABLE_COLUMNS, q_null by
+    BH over the table's p_null), their bootstrap replicates and the undefined pairs' reasons."""
+    rows, boots, undefined = [], {}, {}
+    null_cache: dict = {}
+    for b in bench:
+        for d in down:
+            keep = np.isfinite(b.point) & np.isfinite(d.point)
+            x0, y0 = b.point[keep], d.point[keep]
+            why = _undefined_reason(x0, y0)
+            if why:
+                undefined[(_bkey(b.score.key), _dkey(d.score.key))] = why
+            for name, fn in coefs.items():
+                row, reps = _coefficient_row(name, fn, x0, y0, b.boot[:, keep], d.boot[:, keep], n_boot, n_perm,
+                                             ci, seed, null_cache)
+                boots[(_bkey(b.score.key), _dkey(d.score.key), name)] = reps
+                rows.append({**b.score.key, **d.score.key, **row})
+    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    table["k"] = table["k"].astype("Int64")
+    table["q_null"] = inference.bh_qvalues(table["p_null"].to_numpy())
+    return table, boots, undefined
+
+
+def measure_subsets(measure_tables: Sequence[tuple[str, str]]) -> list[str]:
+    """The personalized subsets the downstream measure tables' questions come from, sorted."""
+    found: set[str] = set()
+    for method, path in measure_tables:
+        found |= set(read_measures(path, method)["subset"].astype(str))
+    return sorted(found)
+
+
+def correlate_by_subset(
+    rms: list[str],
+    pair_files,
+    measure_tables: Sequence[tuple[str, str]],
+    bench_kinds: dict | None = None,
+    n_boot: int = 1000,
+    n_perm: int = 1000,
+    rbo_p: float = 0.9,
+    ci: float = 0.95,
+    seed: int = 0,
+    rbo_ties: str = "w",
+) -> pd.DataFrame:
+    """`correlation.per_subset`: per subset S of the downstream questions, every coefficient of S's
+    personalized accuracy (level subset, group S) and of each baseline's headline score (official,
+    else overall) against every downstream measure over S's questions only (SUBSET_COLUMNS). Each
+    subset has its own question bootstrap (seeded by the config seed and S) and q_null is BH over
+    this table. Exploratory: the pooled table (`correlate`) stays the headline and the verdict's
+    cells; fewer questions per RM make these coefficients noisier, and the same RMs in each subset
+    make the subsets' rows dependent."""
+    coefs = _coefficients(rbo_p, rbo_ties)
+    parts = []
+    for subset in measure_subsets(measure_tables):
+        col = collect(rms, pair_files, measure_tables, bench_kinds, subset=subset)
+        bench, down = evaluate_scores(col, n_boot, stable_seed(seed, "correlation-subset", subset))
+        keep = [e for e in bench if e.score.key["benchmark"] == PERSONALIZED
+                and e.score.key["level"] == "subset" and str(e.score.key["group"]) == subset]
+        keep += [e for e in headline_benchmarks(bench) if e.score.key["benchmark"] != PERSONALIZED]
+        if not any(e.score.key["benchmark"] == PERSONALIZED for e in keep):  # data.personalized.downstream.subsets
+            log.warning("correlation.per_subset: the downstream questions' subset %r has no personalized benchmark "
+                        "pairs: its rows correlate the baselines only", subset)
+        table, _, _ = _coefficient_table(keep, down, coefs, n_boot, n_perm, ci, seed)
+        parts.append(table.assign(subset=subset))
+    if not parts:
+        return pd.DataFrame(columns=SUBSET_COLUMNS)
+    out = pd.concat(parts, ignore_index=True)[SUBSET_COLUMNS]
+    out["q_null"] = inference.bh_qvalues(out["p_null"].to_numpy())
+    return out
+
+
 def correlate(
     col: Collected,
     n_boot: int = 1000,
@@ -373,25 +462,8 @@ def correlate(
     table order); confirmatory: the declared family (`correlation.confirmatory`; None = every
     method's headline cell against every baseline, Spearman)."""
     bench, down = evaluate_scores(col, n_boot, seed)
-    rows, boots, undefined = [], {}, {}
-    null_cache: dict = {}
-    coefs = dict(rankmetrics.COEFFICIENTS)
-    coefs["rbo"] = lambda x, y: rankmetrics.rbo_scores(x, y, p=rbo_p, ties=rbo_ties)
-    for b in bench:
-        for d in down:
-            keep = np.isfinite(b.point) & np.isfinite(d.point)
-            x0, y0 = b.point[keep], d.point[keep]
-            why = _undefined_reason(x0, y0)
-            if why:
-                undefined[(_bkey(b.score.key), _dkey(d.score.key))] = why
-            for name, fn in coefs.items():
-                row, reps = _coefficient_row(name, fn, x0, y0, b.boot[:, keep], d.boot[:, keep], n_boot, n_perm,
-                                             ci, seed, null_cache)
-                boots[(_bkey(b.score.key), _dkey(d.score.key), name)] = reps
-                rows.append({**b.score.key, **d.score.key, **row})
-    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
-    table["k"] = table["k"].astype("Int64")
-    table["q_null"] = inference.bh_qvalues(table["p_null"].to_numpy())
+    coefs = _coefficients(rbo_p, rbo_ties)
+    table, boots, undefined = _coefficient_table(bench, down, coefs, n_boot, n_perm, ci, seed)
     comparisons = compare_benchmarks(bench, down, coefs, n_boot=n_boot, n_perm=n_perm, ci=ci, seed=seed,
                                      fdr=fdr, min_rms=min_rms, signals=signals, confirmatory=confirmatory)
     power = power_table(comparisons, power_sims, fdr=fdr, seed=seed, min_rms=min_rms)
@@ -428,10 +500,13 @@ def run_correlations(
     confirmatory: list | None = None,
     out_verdict: str | Path | None = None,
     out_forest: tuple | None = None,
+    per_subset: bool = False,
+    out_by_subset: str | Path | None = None,
 ) -> Result:
     """Entry point of rule `correlations`: read, correlate, write the outputs (the comparison and
     power tables, the forest plot (png, pdf) and the report's verdict fragment when their paths are
-    given). downstream_tables: (method, path of its measure table), in registry order."""
+    given; `out_by_subset`: the per-subset table, `correlate_by_subset`, with per_subset, else its
+    header only). downstream_tables: (method, path of its measure table), in registry order."""
     col = collect(rms, pair_files, downstream_tables, bench_kinds, runs)
     log.info("%d RMs, %d benchmark scores, %d downstream measures, units per stratum: %s",
              len(rms), len(col.benchmarks), len(col.downstream),
@@ -457,5 +532,11 @@ def run_correlations(
     if out_verdict is not None:
         forest = Path(out_forest[0]).read_bytes() if out_forest is not None else None
         Path(out_verdict).write_text(verdict_html(res.comparisons, res.power, fdr, forest), encoding="utf-8")
+    if out_by_subset is not None:
+        by_subset = correlate_by_subset(rms, pair_files, downstream_tables, bench_kinds, n_boot=n_boot,
+                                        n_perm=n_perm, rbo_p=rbo_p, ci=ci, seed=seed) if per_subset \
+            else pd.DataFrame(columns=SUBSET_COLUMNS)
+        write_csv(out_by_subset, by_subset, float_format="%.12g")
+        log.info("wrote %d per-subset correlation rows (exploratory)", len(by_subset))
     log.info("wrote %d correlation rows", len(res.table))
     return res

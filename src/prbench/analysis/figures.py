@@ -140,6 +140,8 @@ def _short(name: str, width: int = 40) -> str:
 
 def plot_bon_curves(bon_csv, png, pdf, rms=None, estimator: str = "expected") -> None:
     df = _read_csv(bon_csv, ["policy", "rm", "estimator", "k", "mean", "ci_low", "ci_high"], "the BoN table")
+    if "subset" in df.columns:  # the pooled rows (subset `all`); per-subset rows are in the table only
+        df = df[df["subset"].astype(str) == "all"]
     sub = df[df["estimator"].isin([estimator])]
     if sub.empty:
         sub = df

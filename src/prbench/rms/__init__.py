@@ -50,7 +50,10 @@ def kind_info(kind: str, name: str = "<unnamed>") -> Kind:
                          f"(known: {', '.join(KINDS)})") from None
 
 
-def reward_spec(spec: dict, reward: dict | None) -> dict:
+REWARD_STAGES = ("bon", "ppo", "grpo")
+
+
+def reward_spec(spec: dict, reward: dict | None, stage: str | None = None) -> dict:
     """The RM spec of the downstream reward (BoN scoring, PPO and GRPO rewards) under the config
     section `reward` (rules/common.smk DOWNSTREAM_RM_SPEC). Keys are added only where the section
     departs from the benchmark spec, so the schema defaults leave the spec as it is:
@@ -63,7 +66,11 @@ def reward_spec(spec: dict, reward: dict | None) -> dict:
       (their `query + profile`: the question directly followed by the posts, nothing stripped).
     - `reward.generative: pointwise` (the authors: each answer scored alone on a 0-1 scale, greedy,
       10 new tokens, an unparseable reply = 0.5): each generating kind gets `reward_generative`,
-      `reward_max_new_tokens`, `reward_failure_score` and `reward_parse` (rms.generative)."""
+      `reward_max_new_tokens`, `reward_failure_score` and `reward_parse` (rms.generative); with a
+      `stage` (bon, ppo, grpo: rules/common.smk DOWNSTREAM_RM_SPEC) also `reward_prompt`, the stage's
+      prompt (`reward.generative_prompt_bon`, or `reward.generative_prompt_ppo` for PPO and GRPO),
+      where it is not the project's `reward` (prompts.reward_prompt_messages). Without a stage
+      (validation: every RM of a config reads the same prompt at a stage) the key is not set."""
     from ..config import with_defaults
 
     reward = with_defaults(dict(reward or {}), "reward")  # ConfigError names a bad key
@@ -77,6 +84,12 @@ def reward_spec(spec: dict, reward: dict | None) -> dict:
         out["reward_max_new_tokens"] = int(reward["generative_max_new_tokens"])
         out["reward_failure_score"] = float(reward["generative_failure_score"])
         out["reward_parse"] = str(reward["generative_parse"])
+        if stage is not None:
+            if stage not in REWARD_STAGES:
+                raise ValueError(f"reward stage {stage!r}: expected one of {REWARD_STAGES}")
+            prompt = str(reward["generative_prompt_bon" if stage == "bon" else "generative_prompt_ppo"])
+            if prompt != "reward":
+                out["reward_prompt"] = prompt
     return out
 
 
@@ -85,5 +98,5 @@ def load_reward_model(spec: dict) -> RewardModel:
     return load_ref(info.impl, __name__)(spec)
 
 
-__all__ = ["load_reward_model", "reward_spec", "kind_info", "Kind", "KINDS", "RewardModel", "ScoreOutput",
-           "CompareOutput"]
+__all__ = ["load_reward_model", "reward_spec", "REWARD_STAGES", "kind_info", "Kind", "KINDS", "RewardModel",
+           "ScoreOutput", "CompareOutput"]

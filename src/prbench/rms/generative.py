@@ -29,7 +29,10 @@ predicts "A"). Either way every unparseable reply is counted (`details[i]["faile
 
 Downstream 0-1 scoring (`reward.generative: pointwise`, spec key `reward_generative`, set by
 `prbench.rms.reward_spec`): `score()` of either kind asks the judge about each answer alone
-(`prompts.reward_judge_messages`), greedy with `reward_max_new_tokens` new tokens, and reads a
+(`prompts.reward_prompt_messages` with the stage's prompt, spec key `reward_prompt`: `reward`, the
+project's response-aware `reward_user`; `rubric` or `policy`, the authors' BoN and PPO prompts, the
+last response-blind, logged as a warning at the first scoring), greedy with `reward_max_new_tokens`
+new tokens, and reads a
 number in [0, 1] by `reward.generative_parse` (`UNIT_PARSERS`: `first_number` = `parse_unit_score`,
 the project's, reads any first number; `authors` = `parse_unit_score_authors`, BoN/score.py's rule);
 either clamps into [0, 1]. An unparseable reply scores `reward_failure_score` (the authors' 0.5),
@@ -123,6 +126,11 @@ class _GenerativeRM(RewardModel):
                 raise ValueError(f"RM {self.name}: reward_parse {parse!r} (config key reward.generative_parse): "
                                  f"expected one of {sorted(UNIT_PARSERS)}")
             self.reward_parse = parse
+            # the stage's prompt (reward.generative_prompt_bon / _ppo, set by prbench.rms.reward_spec)
+            self.reward_prompt = str(spec.get("reward_prompt") or "reward")
+            prompts.reward_prompt_role(self.reward_prompt)  # ValueError names the keys
+        self._blind_checked = False
+        self.response_blind = False
         self.n_unit_scored = 0
         self.n_unit_failures = 0
         self.n_unit_clamped = 0
@@ -184,10 +192,18 @@ class _GenerativeRM(RewardModel):
         """`reward.generative: pointwise`: each answer alone on a 0-1 scale (module docstring)."""
         n_pos = getattr(self.model.config, "max_position_embeddings", None)
         limit = self.max_length if not n_pos else max(1, min(self.max_length, int(n_pos) - self.reward_max_new_tokens))
+        if not self._blind_checked:  # the templates are configured by now (prbench.job.start)
+            self._blind_checked = True
+            self.response_blind = prompts.response_blind(self.reward_prompt)
+            if self.response_blind:
+                log.warning("RM %s: generative reward prompt %r (%s.txt) has no {answer}: the scorer never sees the "
+                            "response, so the reward cannot depend on the response (every answer to a prompt gets "
+                            "the same score; the authors' PPO reward, PPO/reward_server.py with prompts/sample.txt)",
+                            self.name, self.reward_prompt, prompts.reward_prompt_role(self.reward_prompt))
         prompt_ids = []
         for r in requests:
-            build = lambda ps, r=r: prompts.reward_judge_messages(  # noqa: E731
-                r.question, r.answer, ps, self.use_profile, None, categories=r.categories)
+            build = lambda ps, r=r: prompts.reward_prompt_messages(  # noqa: E731
+                self.reward_prompt, r.question, r.answer, ps, self.use_profile, None, categories=r.categories)
             prompt_ids.append(self._prompt_ids(build, self._posts(r.profile), limit))
         raws = self._generate(prompt_ids, desc=f"score {self.name}", max_new_tokens=self.reward_max_new_tokens)
         values = np.asarray([UNIT_PARSERS[self.reward_parse](t) for t in raws], dtype=float)
@@ -213,7 +229,8 @@ class _GenerativeRM(RewardModel):
             d.update({"reward_generative": "pointwise", "unit_scored": self.n_unit_scored,
                       "unit_failures": self.n_unit_failures, "unit_clamped": self.n_unit_clamped,
                       "unit_failure_score": self.reward_failure_score,
-                      "unit_parse": self.reward_parse})
+                      "unit_parse": self.reward_parse, "unit_prompt": self.reward_prompt,
+                      "unit_response_blind": self.response_blind})
         return d
 
 

@@ -16,6 +16,7 @@ from typing import Mapping
 
 from ...config import entry_with_defaults
 from .curves import (  # noqa: F401 (the package's public names)
+    ALL_SUBSETS,
     CURVE_COLUMNS,
     CURVE_MEASURES,
     ESTIMATORS,

@@ -44,7 +44,8 @@ ESTIMATORS = ("first_k", "first_k_tieavg", "expected")
 ORACLE = "oracle"
 RANDOM = "random"
 CURVE_COLUMNS = ["question_id", "subset", "estimator", "k", "judge_score", "win_vs_random"]
-TABLE_COLUMNS = ["policy", "rm", "estimator", "k", "n_questions", "mean", "ci_low", "ci_high",
+ALL_SUBSETS = "all"  # the `subset` of a row over every question (as the PPO and GRPO tables)
+TABLE_COLUMNS = ["policy", "rm", "subset", "estimator", "k", "n_questions", "mean", "ci_low", "ci_high",
                  "win_rate", "win_ci_low", "win_ci_high", "rm_failures", "judge_dropped", "judge_nan_samples",
                  "judge_failed_samples"]
 
@@ -209,19 +210,30 @@ def question_curves(R: np.ndarray, G: np.ndarray, ks: Sequence[int], mode: str) 
     return out
 
 
-def _failed_samples(judged: Sequence[dict], questions, nan_samples: int, n: int, policy: str) -> int:
-    """Samples whose judgement failed to parse, whatever judge.failure scored them (NaN or 0.0).
+def _failed_samples(judged: Sequence[dict], questions: Mapping[str, str], nan_samples: int, n: int,
+                    policy: str) -> dict[str, int]:
+    """Samples whose judgement failed to parse, whatever judge.failure scored them (NaN or 0.0), over
+    every question (ALL_SUBSETS) and per subset (`questions`: question id -> subset).
     A judged row without `failed` (written before the field) failed exactly when its score is null."""
-    failed = sum(bool(r.get("failed", r.get("score") is None)) for r in judged if r.get("question_id") in questions)
-    if failed > nan_samples:
+    out = dict.fromkeys([ALL_SUBSETS, *sorted(set(questions.values()))], 0)
+    for r in judged:
+        q = r.get("question_id")
+        if q in questions and bool(r.get("failed", r.get("score") is None)):
+            out[ALL_SUBSETS] += 1
+            out[questions[q]] += 1
+    if out[ALL_SUBSETS] > nan_samples:
         log.warning("policy %s: %d of %d samples' judgements failed to parse and were scored by the failure rule "
-                    "(judge.failure zero: 0.0); bon.csv judge_failed_samples", policy, failed, n)
-    return failed
+                    "(judge.failure zero: 0.0); bon.csv judge_failed_samples", policy, out[ALL_SUBSETS], n)
+    return out
 
 
 def bon_curves(samples: Sequence[dict], judged: Sequence[dict], rm_scores: Mapping[str, Sequence[dict]],
                ks: Sequence[int], n: int, policy: str, seed: int = 0, n_boot: int = 1000):
-    """Build per-question curve frames ({rm|_oracle|_random: DataFrame}) and the summary table."""
+    """Build per-question curve frames ({rm|_oracle|_random: DataFrame}) and the summary table: per
+    (RM, estimator, k) one row over every question (subset `all`, its bootstrap seeded by the policy)
+    and one per subset (as the authors summarise BoN, BoN/evaluate.py; seeded by the policy and the
+    subset), each row's counts over its own questions' samples (the same resamples for every RM and k
+    within a row's questions: paired CIs)."""
     import pandas as pd
 
     subset_of = {}
@@ -236,31 +248,38 @@ def bon_curves(samples: Sequence[dict], judged: Sequence[dict], rm_scores: Mappi
     G = _matrix(judged, "score", qids, n, "judged.jsonl")
     nan_samples = int(np.isnan(G).sum())
     failed_samples = _failed_samples(judged, subset_of, nan_samples, G.size, policy)
+    subs = np.array([subset_of[q] for q in qids], dtype=object)
+    masks = {ALL_SUBSETS: np.ones(len(qids), dtype=bool), **{s: subs == s for s in sorted(set(subs))}}
+    nan_by = {s: int(np.isnan(G[m]).sum()) for s, m in masks.items()}
     if nan_samples == G.size:
         raise ValueError("bon: every sample's judge score is NaN (judge parse failures); nothing to evaluate")
     if nan_samples:
         log.warning("policy %s: %d of %d samples (in %d of %d questions) have no judge score (unparseable); "
                     "only the cells that need them are dropped", policy, nan_samples, G.size,
                     int(np.isnan(G).any(axis=1).sum()), len(qids))
-    boot_seed = stable_seed(seed, "bon", policy)  # same resamples for every RM and k: paired CIs
-
     curves, table = {}, []
 
-    def add(name: str, label: str, mode: str, R: np.ndarray | None, rm_failures: int):
+    def add(name: str, label: str, mode: str, R: np.ndarray | None, rm_failures: Mapping[str, int]):
         per_q = question_curves(R, G, ks, mode)
         frames, cells = [], 0
         for (est, k), (js, wr) in per_q.items():
-            frames.append(pd.DataFrame({"question_id": qids, "subset": [subset_of[q] for q in qids],
+            frames.append(pd.DataFrame({"question_id": qids, "subset": list(subs),
                                         "estimator": est, "k": k, "judge_score": js, "win_vs_random": wr}))
-            ok = ~np.isnan(js)
-            m, lo, hi = bootstrap_ci(js[ok], n_boot=n_boot, seed=boot_seed)
-            wm, wlo, whi = bootstrap_ci(wr[ok], n_boot=n_boot, seed=boot_seed)
-            cells += int((~ok).sum())
-            table.append({"policy": policy, "rm": label, "estimator": est, "k": k,
-                          "n_questions": int(ok.sum()), "mean": m, "ci_low": lo, "ci_high": hi,
-                          "win_rate": wm, "win_ci_low": wlo, "win_ci_high": whi,
-                          "rm_failures": rm_failures, "judge_dropped": int((~ok).sum()),
-                          "judge_nan_samples": nan_samples, "judge_failed_samples": failed_samples})
+            cells += int(np.isnan(js).sum())
+        for subset, mask in masks.items():
+            # same resamples for every RM and k: paired CIs (the pooled rows' seed as before subsets)
+            boot_seed = stable_seed(seed, "bon", policy) if subset == ALL_SUBSETS else \
+                stable_seed(seed, "bon", policy, subset)
+            for (est, k), (js, wr) in per_q.items():
+                js_s, wr_s = js[mask], wr[mask]
+                ok = ~np.isnan(js_s)
+                m, lo, hi = bootstrap_ci(js_s[ok], n_boot=n_boot, seed=boot_seed)
+                wm, wlo, whi = bootstrap_ci(wr_s[ok], n_boot=n_boot, seed=boot_seed)
+                table.append({"policy": policy, "rm": label, "subset": subset, "estimator": est, "k": k,
+                              "n_questions": int(ok.sum()), "mean": m, "ci_low": lo, "ci_high": hi,
+                              "win_rate": wm, "win_ci_low": wlo, "win_ci_high": whi,
+                              "rm_failures": rm_failures[subset], "judge_dropped": int((~ok).sum()),
+                              "judge_nan_samples": nan_by[subset], "judge_failed_samples": failed_samples[subset]})
         if cells:
             log.warning("policy %s, %s: %d (question, estimator, k) cells dropped for an unjudged selected "
                         "sample (bon.csv judge_dropped)", policy, label, cells)
@@ -271,13 +290,17 @@ def bon_curves(samples: Sequence[dict], judged: Sequence[dict], rm_scores: Mappi
         nan = int(np.isnan(R).sum())
         if nan:
             log.warning("RM %s: %d NaN scores (failures) ranked lowest", rm, nan)
-        fallback = sum(1 for row in rm_scores[rm] if row.get("failed") and row.get("score") is not None)
-        if fallback:
+        fallback_rows = [row for row in rm_scores[rm] if row.get("failed") and row.get("score") is not None
+                         and row["question_id"] in subset_of]
+        if fallback_rows:
             log.warning("RM %s: %d unparseable replies scored with the fallback value "
-                        "(reward.generative_failure_score)", rm, fallback)
-        add(rm, rm, "rm", R, nan + fallback)
-    add("_oracle", ORACLE, ORACLE, None, 0)
-    add("_random", RANDOM, RANDOM, None, 0)
+                        "(reward.generative_failure_score)", rm, len(fallback_rows))
+        failures = {s: int(np.isnan(R[m]).sum()) + sum(
+            1 for row in fallback_rows if s == ALL_SUBSETS or subset_of[row["question_id"]] == s)
+            for s, m in masks.items()}
+        add(rm, rm, "rm", R, failures)
+    add("_oracle", ORACLE, ORACLE, None, dict.fromkeys(masks, 0))
+    add("_random", RANDOM, RANDOM, None, dict.fromkeys(masks, 0))
     return curves, pd.DataFrame(table, columns=TABLE_COLUMNS)
 
 
@@ -304,7 +327,8 @@ def bon_table(policies: Mapping[str, dict | Sequence[dict]], out_table: str, ks:
             set_curves.append(curves)
             set_tables.append(table)
             log.info("policy %s, sample set %d: %d RMs, %d questions, %d samples without a judge score", policy, i,
-                     len(rm_rows), len({r["question_id"] for r in samples}), int(table["judge_nan_samples"].iloc[0]))
+                     len(rm_rows), len({r["question_id"] for r in samples}),
+                     int(table.loc[table["subset"] == ALL_SUBSETS, "judge_nan_samples"].iloc[0]))
         tables.append(set_tables[0] if len(sets) == 1 else
                       combine_sample_sets(policy, set_curves, set_tables, seed, n_boot))
     df = pd.concat(tables, ignore_index=True)
@@ -324,18 +348,24 @@ def combine_sample_sets(policy: str, set_curves: Sequence[Mapping], set_tables: 
     CI resamples questions (the between-set spread enters only through the per-question means; the
     sets themselves are not resampled). The counts (rm_failures, judge_dropped,
     judge_nan_samples, judge_failed_samples) are summed over the sets; n_questions counts the
-    questions with a value in at least one set."""
+    questions with a value in at least one set. Subset rows take their subset's questions, seeded
+    as in `bon_curves`."""
     import pandas as pd
 
-    boot_seed = stable_seed(seed, "bon", policy)  # as bon_curves: the same resamples for every RM and k
     counts = ["rm_failures", "judge_dropped", "judge_nan_samples", "judge_failed_samples"]
-    keyed = [{(name, est, int(k)): part.set_index("question_id")[["judge_score", "win_vs_random"]]
+    keyed = [{(name, est, int(k)): part.set_index("question_id")[["subset", "judge_score", "win_vs_random"]]
               for name, df in curves.items() for (est, k), part in df.groupby(["estimator", "k"], sort=False)}
              for curves in set_curves]
     out = []
     for i, row in set_tables[0].iterrows():
+        subset = row["subset"]
+        # as bon_curves: the same resamples for every RM and k
+        boot_seed = stable_seed(seed, "bon", policy) if subset == ALL_SUBSETS else \
+            stable_seed(seed, "bon", policy, subset)
         key = (_curve_name(row["rm"]), row["estimator"], int(row["k"]))
         parts = [c[key] for c in keyed]
+        if subset != ALL_SUBSETS:
+            parts = [p[p["subset"].astype(str) == str(subset)] for p in parts]
         qids = parts[0].index
         if any(not p.index.equals(qids) for p in parts[1:]):
             raise ValueError(f"bon: policy {policy}: the sample sets' curves of {key[0]} cover different questions "
