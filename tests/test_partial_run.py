@@ -85,7 +85,10 @@ def test_partial_outputs_cover_the_other_rms(partial_run):
     assert set(rms) <= set(pd.read_csv(work / "results/tables/bon.csv")["rm"])
     assert BROKEN not in set(pd.read_csv(work / "results/tables/bon.csv")["rm"])
     summary = (work / "results/tables/correlation_summary.md").read_text()
-    first = summary.splitlines()[0]
+    # the summary opens with the verdict; the n line follows it
+    assert summary.startswith("# Which benchmark predicts downstream quality?\n\n<!-- verdict -->\n")
+    after = summary.split("<!-- /verdict -->\n\n", 1)[1]
+    first = after.splitlines()[0]
     # in the config's order (the second run's config keeps it), then the missing RM with its failures
     assert first.startswith(f"n = {len(rms)} RMs: {', '.join(rms)}. Partial run"), first
     assert f"missing: {BROKEN} (rule" in first, first
