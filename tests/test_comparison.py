@@ -52,10 +52,13 @@ def inputs():
     ppo[3] = np.nan
     two = np.full(R, np.nan)
     two[:2] = [0.1, 0.2]
+    three = np.full(R, np.nan)
+    three[4:7] = [0.3, 0.1, 0.2]
     down = [_ev(_dkey("bon", "expected", "judge_score", 2), y + 0.3 * rng.normal(size=R), rng),
             _ev(_dkey("bon", "expected", "judge_score", 4), y + 0.3 * rng.normal(size=R), rng),
             _ev(_dkey("bon", "expected", "win_rate", 4), y + rng.normal(size=R), rng),
             _ev(_dkey("bon", "expected", "auc_judge_score", None), two, rng),
+            _ev(_dkey("bon", "expected", "auc_win_rate", None), three, rng),
             _ev(_dkey("ppo", "", "judge_score", None), ppo, rng)]
     return bench, down
 
@@ -63,7 +66,9 @@ def inputs():
 SIGNALS = {"bon": {"estimator": "expected", "k": 4}}
 
 
-@pytest.fixture(scope="module")
+# function scope on purpose: mutmut ties a test to the code it calls while it runs, and a module-scoped
+# fixture's work is counted to the first test only
+@pytest.fixture
 def table(inputs):
     bench, down = inputs
     return C.compare_benchmarks(bench, down, COEFS, n_boot=B, n_perm=50, ci=0.9, seed=3, fdr=0.05, min_rms=None,
@@ -95,6 +100,7 @@ def test_rows_values_and_headline_cells(inputs, table):
         assert row["value_a"] == pytest.approx(va, abs=1e-12) and row["value_b"] == pytest.approx(vb, abs=1e-12)
         assert row["diff"] == pytest.approx(va - vb, abs=1e-12)
         assert row["n_boot"] == B
+    assert sorted(set(table["n_rms"])) == [2, 3, 11, 12]
     # the headline cells: BoN's judge score at its signal (expected, k=4), PPO's only judge score
     head = table[table["headline"]]
     assert set(zip(head["downstream"], head["measure"], head["k"].astype(object).where(head["k"].notna(), None))) \
@@ -109,7 +115,7 @@ def test_the_declared_family_is_decided_by_its_test(inputs, table):
         ("rb", "bon", "spearman"), ("rb", "ppo", "spearman"),
         ("plain", "bon", "spearman"), ("plain", "ppo", "spearman")]
     pts = {e.score.key["benchmark"] + "/" + e.score.key["level"]: e.point for e in bench}
-    ys = {"bon": down[1].point, "ppo": down[4].point}
+    ys = {"bon": down[1].point, "ppo": down[5].point}
     p = []
     for _, row in conf.iterrows():
         y = ys[row["downstream"]]
@@ -157,9 +163,9 @@ def test_exploratory_rows_have_their_own_bh(inputs, table):
     # every finite row's inference is inference.compare's on the kept RMs, the swap test seeded by n
     pers = bench[0].point
     row = ex[(ex["benchmark_b"] == "plain") & (ex["downstream"] == "ppo") & (ex["coefficient"] == "pearson")].iloc[0]
-    keep = np.isfinite(down[4].point)
-    xa, xb, y = pers[keep], bench[4].point[keep], down[4].point[keep]
-    out = inference.compare(xa, xb, y, bench[0].boot[:, keep], bench[4].boot[:, keep], down[4].boot[:, keep],
+    keep = np.isfinite(down[5].point)
+    xa, xb, y = pers[keep], bench[4].point[keep], down[5].point[keep]
+    out = inference.compare(xa, xb, y, bench[0].boot[:, keep], bench[4].boot[:, keep], down[5].boot[:, keep],
                             inference.rm_resamples(11, B, 3), inference.pearson, "pearson", 0.9, 50,
                             stable_seed(3, "correlation-swap", 11))
     for col in ("p_perm", "p_williams", "loo_min", "loo_max"):
@@ -182,6 +188,14 @@ def test_a_declared_family_narrows_the_confirmatory_rows(inputs):
     t2 = C.compare_benchmarks(bench, down, COEFS, n_boot=B, n_perm=20, ci=0.9, seed=3, fdr=0.05, min_rms=40,
                               signals=SIGNALS)
     assert (t2.loc[t2["family"] == C.CONFIRMATORY, "verdict"] == V.CANNOT).all()
+
+
+def test_no_downstream_measure_gives_an_empty_table(inputs):
+    bench, _ = inputs
+    t = C.compare_benchmarks(bench, [], COEFS, n_boot=B, n_perm=20, ci=0.9, seed=3, fdr=0.05, min_rms=None,
+                             signals=None)
+    assert t.empty and list(t.columns) == C.COMPARISON_COLUMNS
+    assert C.power_table(t, 10, 0.05, 0).empty
 
 
 def test_power_table_cells(table):
@@ -217,12 +231,13 @@ def test_best_without_one_rm_by_hand():
     bench = [_ev({"benchmark": "personalized", "level": "overall", "group": "overall"}, a, rng),
              _ev({"benchmark": "rb", "level": "overall", "group": "overall"}, b, rng)]
     flat = _ev(_dkey("bon", "expected", "judge_score", 2), [0.5, 0.5, 0.5, 0.5, 0.5, 0.5], rng)
-    short = _ev(_dkey("bon", "expected", "judge_score", 4), [1.0, 2.0, np.nan, np.nan, np.nan, np.nan], rng)
-    down = [_ev(_dkey("bon", "expected", "judge_score", 1), y, rng), flat, short]
+    two = _ev(_dkey("bon", "expected", "judge_score", 4), [1.0, 2.0, np.nan, np.nan, np.nan, np.nan], rng)
+    three = _ev(_dkey("bon", "expected", "judge_score", 8), [1.0, 2.0, 3.0, np.nan, np.nan, np.nan], rng)
+    down = [two, _ev(_dkey("bon", "expected", "judge_score", 1), y, rng), flat, three]
     out = C.best_without_one_rm(rms, bench, down, dict(rankmetrics.COEFFICIENTS))
-    assert set(out) == {(C.dkey(d.score.key), c) for d in down[:2] for c in ("spearman", "kendall_tau_b")}
+    assert set(out) == {(C.dkey(d.score.key), c) for d in down[1:] for c in ("spearman", "kendall_tau_b")}
     for name, fn in (("spearman", SCIPY["spearman"]), ("kendall_tau_b", SCIPY["kendall_tau_b"])):
-        best = out[(C.dkey(down[0].score.key), name)]
+        best = out[(C.dkey(down[1].score.key), name)]
         assert sorted(best) == rms[:5]
         for i in range(5):
             rest = [j for j in range(5) if j != i]
@@ -231,5 +246,8 @@ def test_best_without_one_rm_by_hand():
             assert best[f"m{i}"] == want, (name, i, va, vb)
         assert set(best.values()) >= {"personalized", "rb"}  # the case shows both winners
         assert out[(C.dkey(flat.score.key), name)] == {m: "-" for m in rms}
+        # three RMs: a(1,2,3) and b(2,1,3) against y(1,2,3); without m2 only a keeps the order
+        assert out[(C.dkey(three.score.key), name)] == {"m0": "personalized=rb", "m1": "personalized=rb",
+                                                         "m2": "personalized"}
     # one headline benchmark: nothing to compare
     assert C.best_without_one_rm(rms, bench[:1], down, dict(rankmetrics.COEFFICIENTS)) == {}
