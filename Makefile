@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= all
 
-.PHONY: install demo replica test test-fast test-slurm lint report protocol score prefetch lock
+.PHONY: install demo replica test test-fast test-slurm lint report protocol score prefetch lock mutate
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -76,6 +76,13 @@ test-fast: $(BIN)/pytest
 
 $(BIN)/pytest:
 	$(MAKE) install
+
+# Mutation score of the modules that carry the project's claims (perf/mutate.py; the numbers in
+# perf/README.md, "Mutation score"): mutmut (the `mutate` extra) on each module with its own fast
+# tests, in work folders under .mutate/. Not part of CI. MODULES="comparison curves" runs some.
+mutate: install
+	$(BIN)/pip install -q -e '.[mutate]'
+	nice -n 19 $(BIN)/python perf/mutate.py $(MODULES)
 
 # A real single-node SLURM cluster on this machine (needs root and apt): docs/CLUSTER.md
 test-slurm: install

@@ -73,6 +73,24 @@ def test_all_outputs(runs):
             assert (workdir / f"results/figures/{name}.{ext}").stat().st_size > 1000
 
 
+def test_headline_values_recomputed(runs):
+    """The run's numbers from its own files by an independent path (tests/run_values.py; the same checks
+    run fast on a synthetic world in tests/test_wiring_values.py): every Spearman of personalized
+    overall accuracy (mean pair credit of results/scores/{rm}/personalized.pairs.jsonl) vs a BoN judge
+    score (means of results/downstream/bon.csv) is scipy's, and the general baseline's official score
+    in benchmark_accuracy.csv and correlation_inputs.csv is RewardBench's formula by hand."""
+    import run_values as rv
+
+    workdir, _ = runs
+    cfg = yaml.safe_load(CONFIG.read_text())
+    rms = sorted(cfg["reward_models"])
+    (baseline,) = cfg["data"]["baselines"]
+    assert cfg["data"]["baselines"][baseline]["kind"] == "rewardbench"
+    assert rv.check_bon_spearman(workdir, rms) >= 1  # k=1 can tie every RM (NaN); k=2, 4 cannot all
+    rv.check_inputs(workdir, rms, baseline)
+    rv.check_official_table(workdir, rms, baseline)
+
+
 def test_rerun_does_nothing(runs):
     workdir, _ = runs
     rc, out = _run(workdir, "-n")

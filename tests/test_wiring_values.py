@@ -176,3 +176,34 @@ def test_bootstrap_resamples_questions_within_each_subset():
         assert cols.var() == pytest.approx(1 - 1 / n, abs=0.06)
     assert np.array_equal(w, units.weights(4000, seed=3))
     assert not np.array_equal(w, units.weights(4000, seed=4))
+
+
+def test_run_tables_recomputed_from_the_run_files(world):
+    """The checks tests/test_e2e.py runs on the demo-config run (tests/run_values.py), on this world
+    written in the run's file layout: the rule's entry point writes correlations.csv and
+    correlation_inputs.csv, the scoring stage's functions benchmark_accuracy.csv; each Spearman of
+    personalized accuracy vs a BoN judge score, the inputs and the official scores are recomputed from
+    the pairs files and results/downstream/bon.csv with pandas, scipy and RewardBench's formula."""
+    import run_values as rv
+
+    from prbench.analysis.correlation import run_correlations
+    from prbench.io import read_jsonl
+    from prbench.scoring.benchmark import accuracy_rows, add_official, summarize
+
+    root = Path(world["root"])
+    tables = root / "results" / "tables"
+    run_correlations(world["rms"], world["pair_files"], world["downstream"], tables / "correlations.csv",
+                     tables / "correlation_summary.md", tables / "correlation_inputs.csv", n_boot=10, n_perm=20,
+                     rbo_p=0.9, ci=0.95, seed=0, bench_kinds={"general": "rewardbench"}, power_sims=0)
+    rows = []
+    for rm, bench, path in world["pair_files"]:
+        results = read_jsonl(path)
+        summary = summarize(results, rm, bench, 0, 0)
+        add_official(summary, "rewardbench" if bench == "general" else None, results, 0, 0)
+        rows += accuracy_rows(summary)
+    pd.DataFrame(rows).to_csv(tables / "benchmark_accuracy.csv", index=False)
+
+    assert rv.check_bon_spearman(root, RMS) >= 8  # expected and first_k at k = 2..16 (k=1 ties: NaN)
+    rv.check_inputs(root, RMS, "general")
+    both = rv.check_official_table(root, RMS, "general")
+    assert np.max(np.abs(both[:, 0] - both[:, 1])) > 0.01  # official, not pooled, is what was checked
