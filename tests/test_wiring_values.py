@@ -3,7 +3,7 @@ code under test (issue 35): each test recomputes its number by hand or with pand
 files the stage reads, never from a file the stage wrote about itself.
 
 - pairwise ties carry half credit (`credit` 0.5 in the pairs files) into every benchmark score,
-  pooled, per subset / section and official (`correlation._read_pairs`);
+  pooled, per subset / section and official (`prbench.analysis.inputs._read_pairs`);
 - a baseline with an official score is compared through that score, not its pooled accuracy
   (`comparison.headline_benchmarks`), RewardBench's formula written out by hand below;
 - the question bootstrap resamples within each subset (`scores.Units.weights`).

@@ -37,7 +37,6 @@ questions resampled jointly) and writes the verdicts and the power table. The ma
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -46,10 +45,8 @@ import numpy as np
 import pandas as pd
 
 from .. import downstream
-from ..data.baselines import has_official
-from ..downstream import SCORED_MEASURE, read_measures
-from ..io import iter_jsonl, write_csv
-from ..scoring.official import Official
+from ..downstream import read_measures
+from ..io import write_csv
 from ..seeding import stable_seed
 from ..stats import percentile_interval
 from . import inference, rankmetrics
@@ -64,6 +61,7 @@ from .comparison import (  # noqa: F401  (the comparison table's contract, re-ex
     headline_benchmarks,
     power_table,
 )
+from .inputs import PAIR_FIELDS, Collected, collect  # noqa: F401  (re-exported: the stage's reader)
 from .scores import (  # noqa: F401  (re-exported: the stage's score types)
     Evaluated,
     OfficialScore,
@@ -80,7 +78,6 @@ from .summary import summarize, verdict_html
 
 log = logging.getLogger("prbench.analysis.correlation")
 
-PAIR_FIELDS = ("pair_id", "question_id", "subset", "section", "correct")
 TABLE_COLUMNS = [
     "benchmark", "level", "group", "policy", "downstream", "estimator", "measure", "k",
     "coefficient", "value", "ci_low", "ci_high", "p_perm", "n_rms", "n_boot",
@@ -95,174 +92,6 @@ INPUT_COLUMNS = ["rm", "kind", "benchmark", "level", "group", "policy", "downstr
                  "value", "ci_low", "ci_high", "n_replicates", "replicate_sd"]
 
 PERMUTED = ("spearman", "kendall_tau_b")
-
-
-# ---- reading the inputs ----------------------------------------------------------------------
-
-
-@dataclass
-class Collected:
-    rms: list[str]
-    units: dict[str, Units] = field(default_factory=dict)
-    benchmarks: list[Score] = field(default_factory=list)
-    downstream: list[Score] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    replicates: dict = field(default_factory=dict)  # (method, policy) -> {RM index: [replicate ids]}
-
-
-def _require(row: dict, fields, path, lineno) -> None:
-    missing = [f for f in fields if f not in row]
-    if missing:
-        raise ValueError(f"{path}: row {lineno} lacks field(s) {missing}")
-
-
-def collect(
-    rms: list[str],
-    pair_files: list[tuple[str, str, str]],
-    measure_tables: Sequence[tuple[str, str]] = (),
-    bench_kinds: dict | None = None,
-    runs: Sequence[tuple[str, str]] | None = None,
-    subset: str | None = None,
-) -> Collected:
-    """Read every input into per-unit sums.
-
-    pair_files: (rm, benchmark, path of {bench}.pairs.jsonl); measure_tables: (method, path of its
-    measure table, `prbench.downstream`), read in the order given; bench_kinds: {baseline: kind},
-    a baseline of kind rewardbench/rmbench also gets its official score (level `official`), its
-    headline in the summary; runs: the (policy, rm) pairs every measure table must cover (None =
-    no check); subset: read only the downstream rows of that personalized subset's questions (None =
-    every question).
-    """
-    col = Collected(rms=list(rms))
-    rindex = {r: i for i, r in enumerate(rms)}
-    bench_store: dict = {}
-    down_store: dict = {}
-    official_rows: dict[str, dict[int, list]] = {}
-    for rm, bench, path in pair_files:
-        _read_pairs(col, bench_store, official_rows, rindex, rm, bench, path, bench_kinds or {})
-    _units(col, PERSONALIZED)
-    for method, path in measure_tables:
-        _read_downstream(col, down_store, rindex, method, path, runs, subset)
-    col.benchmarks = _materialise(bench_store, rms, col.units)
-    col.benchmarks += _official_scores(col, official_rows, bench_kinds or {})
-    col.downstream = _materialise(down_store, rms, col.units, col.replicates)
-    col.benchmarks.sort(key=lambda s: _bench_order(s.key))
-    col.downstream.sort(key=lambda s: _down_order(s.key))
-    return col
-
-
-def _units(col: Collected, name: str) -> Units:
-    if name not in col.units:
-        col.units[name] = Units(name)
-    return col.units[name]
-
-
-def _read_pairs(col: Collected, store: dict, official_rows: dict, rindex: dict, rm: str, bench: str, path,
-                bench_kinds: dict) -> None:
-    """One RM's scored pairs on one benchmark: credit per question, overall and per subset/section."""
-
-    if rm not in rindex:
-        raise ValueError(f"{path}: RM {rm!r} is not among the configured reward_models")
-    r = rindex[rm]
-    units = _units(col, PERSONALIZED if bench == PERSONALIZED else f"baseline:{bench}")
-    level2 = "subset" if bench == PERSONALIZED else "section"
-    n = failures = ties = 0
-    for lineno, row in enumerate(iter_jsonl(path), 1):
-        _require(row, PAIR_FIELDS, path, lineno)
-        u = units.add(str(row["question_id"]), str(row["subset"]))
-        c = float(row["credit"]) if row.get("credit") is not None else (1.0 if row["correct"] is True else 0.0)
-        failures += bool(row.get("failure"))
-        ties += bool(row.get("tie"))
-        n += 1
-        if has_official(bench_kinds.get(bench)):
-            official_rows.setdefault(bench, {}).setdefault(r, []).append(
-                {"question_id": str(row["question_id"]), "subset": str(row["subset"]), "credit": c})
-        grp = row["subset"] if bench == PERSONALIZED else row["section"]
-        _add(store, {"benchmark": bench, "level": "overall", "group": "overall"}, units.name, r, u, c)
-        _add(store, {"benchmark": bench, "level": level2, "group": str(grp)}, units.name, r, u, c)
-    if n == 0:
-        raise ValueError(f"{path}: no pairs")
-    if failures or ties:
-        col.notes.append(f"{rm} on {bench}: {ties} ties and {failures} scoring failures among {n} pairs "
-                         "(counted as wrong)")
-
-
-def _official_scores(col: Collected, official_rows: dict, bench_kinds: dict) -> list[Score]:
-    """Each rewardbench/rmbench baseline's official score (`prbench.scoring.official`), level `official`."""
-
-    out = []
-    n_rms = len(col.rms)
-    for bench, per_rm in official_rows.items():
-        units = col.units[f"baseline:{bench}"]
-        offs = {r: Official(bench_kinds[bench], rows) for r, rows in per_rm.items()}
-        comps = sorted({c for o in offs.values() for c in o.parts})
-        coefs = {c: coef for o in offs.values() for c, coef in o.groups["overall"]}
-        parts = []
-        for c in comps:
-            num = np.zeros((n_rms, len(units)))
-            den = np.zeros((n_rms, len(units)))
-            for r, o in offs.items():
-                num[r], den[r] = o.unit_arrays(units.index)[c]
-            parts.append((coefs[c], num, den))
-        zero = np.zeros((n_rms, len(units)))
-        out.append(OfficialScore({"benchmark": bench, "level": "official", "group": "overall"},
-                                 units.name, zero, zero, parts=parts))
-    return out
-
-
-def _read_downstream(col: Collected, store: dict, rindex: dict, method: str, path,
-                     runs: Sequence[tuple[str, str]] | None, subset: str | None = None) -> None:
-    """One method's measure table (only `subset`'s questions when given): every finite value is one
-    observation of its run's RM on its question; NaN judge scores are counted (data note) and skipped."""
-    df = read_measures(path, method)
-    if subset is not None:
-        df = df[df["subset"].astype(str) == str(subset)]
-    unknown = sorted(set(df["rm"]) - set(rindex))
-    if unknown:
-        raise ValueError(f"{path}: RM(s) {unknown} are not among the configured reward_models")
-    if runs is not None:
-        have = set(zip(df["policy"], df["rm"]))
-        missing = [f"{p}/{r}" for p, r in runs if (p, r) not in have]
-        if missing:
-            raise ValueError(f"{path}: no {method} measures for run(s) {missing}")
-    pers = _units(col, PERSONALIZED)
-    ks = [None if pd.isna(k) else int(k) for k in df["k"]]
-    for (policy, rm, est, measure, q, subset, value, rep), k in zip(
-            df[["policy", "rm", "estimator", "measure", "question_id", "subset", "value", "replicate"]].itertuples(
-                index=False, name=None), ks):
-        u = pers.add(q, subset)
-        if math.isfinite(value):
-            _add(store, _down(policy, method, est, measure, k), PERSONALIZED, rindex[rm], u, value, rep=int(rep))
-    # the replicates each run has (NaN-only ones included: a replicate is present when it has rows)
-    for (policy, rm), reps in df.groupby(["policy", "rm"], sort=False)["replicate"]:
-        col.replicates.setdefault((method, policy), {})[rindex[rm]] = sorted(set(int(x) for x in reps))
-    unscored = df[(df["measure"] == SCORED_MEASURE) & df["value"].isna()]
-    counts = unscored.groupby(["policy", "rm"], sort=False).size()
-    for policy, rm in dict.fromkeys(zip(df["policy"], df["rm"])):
-        n = int(counts.get((policy, rm), 0))
-        if n:
-            col.notes.append(f"{downstream.label(method)} {policy}/{rm}: {n} {_unscored(method)} without a judge "
-                             "score (skipped)")
-
-
-def _unscored(method: str) -> str:
-    return downstream.REGISTRY[method].unscored if method in downstream.REGISTRY else "answers"
-
-
-def _down(policy: str, method: str, estimator: str, measure: str, k) -> dict:
-    return {"policy": policy, "downstream": method, "estimator": estimator, "measure": measure,
-            "k": None if k is None else int(k)}
-
-
-def _bench_order(key: dict):
-    level_rank = {"official": 0, "overall": 1, "subset": 2, "section": 2}
-    return (key["benchmark"] != PERSONALIZED, key["benchmark"], level_rank[key["level"]], key["group"])
-
-
-def _down_order(key: dict):
-    k = key["k"] if key["k"] is not None else 10**9
-    return (downstream.method_rank(key["downstream"]), key["policy"],
-            downstream.estimator_rank(key["downstream"], key["estimator"]), key["measure"], k)
 
 
 # ---- analysis ----------------------------------------------------------------------------------
@@ -477,6 +306,26 @@ def correlate(
     return Result(table, inputs, boots, summary, comparisons, power, replicate_line(col))
 
 
+def _write_tables(res: Result, out_table, out_inputs, out_comparisons, out_power) -> None:
+    """The CSVs at 12 significant digits: the precision at which values are ties (rankmetrics.snap),
+    so every coefficient can be recomputed from correlation_inputs.csv with its ties."""
+    for path, table in ((out_table, res.table), (out_inputs, res.inputs), (out_comparisons, res.comparisons),
+                        (out_power, res.power)):
+        if path is not None:
+            write_csv(path, table, float_format="%.12g")
+
+
+def _write_verdict(res: Result, fdr: float, out_verdict, out_forest) -> None:
+    """The forest plot (png, pdf) and the report's verdict fragment (the PNG embedded), when asked for."""
+    if out_forest is not None:
+        from .figures import plot_forest  # matplotlib only where the figure is asked for
+
+        plot_forest(res.comparisons, *out_forest)
+    if out_verdict is not None:
+        forest = Path(out_forest[0]).read_bytes() if out_forest is not None else None
+        Path(out_verdict).write_text(verdict_html(res.comparisons, res.power, fdr, forest), encoding="utf-8")
+
+
 def run_correlations(
     rms: list[str],
     pair_files,
@@ -515,23 +364,10 @@ def run_correlations(
         log.warning(note)
     res = correlate(col, n_boot=n_boot, n_perm=n_perm, rbo_p=rbo_p, ci=ci, seed=seed, fdr=fdr, min_rms=min_rms,
                     power_sims=power_sims, signals=signals, confirmatory=confirmatory)
-    # 12 significant digits: the precision at which values are ties (rankmetrics.snap), so every
-    # coefficient can be recomputed from correlation_inputs.csv with its ties
-    write_csv(out_table, res.table, float_format="%.12g")
-    write_csv(out_inputs, res.inputs, float_format="%.12g")
-    if out_comparisons is not None:
-        write_csv(out_comparisons, res.comparisons, float_format="%.12g")
-    if out_power is not None:
-        write_csv(out_power, res.power, float_format="%.12g")
+    _write_tables(res, out_table, out_inputs, out_comparisons, out_power)
     Path(out_summary).parent.mkdir(parents=True, exist_ok=True)
     Path(out_summary).write_text(res.summary + "\n", encoding="utf-8")
-    if out_forest is not None:
-        from .figures import plot_forest  # matplotlib only where the figure is asked for
-
-        plot_forest(res.comparisons, *out_forest)
-    if out_verdict is not None:
-        forest = Path(out_forest[0]).read_bytes() if out_forest is not None else None
-        Path(out_verdict).write_text(verdict_html(res.comparisons, res.power, fdr, forest), encoding="utf-8")
+    _write_verdict(res, fdr, out_verdict, out_forest)
     if out_by_subset is not None:
         by_subset = correlate_by_subset(rms, pair_files, downstream_tables, bench_kinds, n_boot=n_boot,
                                         n_perm=n_perm, rbo_p=rbo_p, ci=ci, seed=seed) if per_subset \

@@ -257,13 +257,13 @@ def verdict_rows(comparisons: pd.DataFrame | None, power: pd.DataFrame | None) -
     many = conf["policy"].nunique() > 1 if not conf.empty else False
     out = []
     for _, r in conf.iterrows():
-        interval = "-" if not np.isfinite(r["ci_low"]) else (
-            f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] ({100 * float(r['ci_level']):.1f}%)")
+        interval = "" if not np.isfinite(r["ci_low"]) else (
+            f" [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] ({100 * float(r['ci_level']):.1f}%)")
         out.append([downstream.measure_label(r["downstream"], r["estimator"], r["measure"],
                                              None if pd.isna(r["k"]) else int(r["k"])) + (
                         f" ({r['policy']})" if many else ""),
                     str(r["benchmark_b"]), str(int(r["n_rms"])), _fmt(r["value_a"]), _fmt(r["value_b"]),
-                    f"{_fmt(r['diff'])} {interval}", _pv(r["p"]), _pv(r["q"]), str(r["verdict"]),
+                    f"{_fmt(r['diff'])}{interval}", _pv(r["p"]), _pv(r["q"]), str(r["verdict"]),
                     _needed(_power_rows(power, r, "rms_needed_observed"))])
     return out
 

@@ -187,6 +187,7 @@ def decide_family(cells, fdr: float, min_rms: int | None = None) -> Family:
     m = st["n"].shape[-1]
     q = bh_qvalues(st["p"], m)
     decided = np.isfinite(st["p"]) & (q <= fdr)
+    q = np.where(np.isfinite(st["p"]), q, np.nan)  # an untested cell counts in m (p = 1) but has no q
     n_decided = decided.sum(-1, keepdims=True)
     alpha = np.maximum(n_decided, 1) * fdr / m
     level = np.broadcast_to(1 - alpha, st["p"].shape)

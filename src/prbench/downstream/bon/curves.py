@@ -227,6 +227,44 @@ def _failed_samples(judged: Sequence[dict], questions: Mapping[str, str], nan_sa
     return out
 
 
+def _table_rows(per_q: dict, masks: dict, policy: str, label: str, seed: int, n_boot: int,
+                rm_failures: Mapping[str, int], nan_by: Mapping[str, int], failed_samples: Mapping[str, int]) -> list:
+    """bon.csv's rows of one RM (or oracle, random): per subset (`all` first) and (estimator, k), the
+    mean judge score and win rate over the subset's questions with their bootstrap CIs and counts."""
+    rows = []
+    for subset, mask in masks.items():
+        # same resamples for every RM and k: paired CIs (the pooled rows' seed as before subsets)
+        boot_seed = stable_seed(seed, "bon", policy) if subset == ALL_SUBSETS else \
+            stable_seed(seed, "bon", policy, subset)
+        for (est, k), (js, wr) in per_q.items():
+            js_s, wr_s = js[mask], wr[mask]
+            ok = ~np.isnan(js_s)
+            m, lo, hi = bootstrap_ci(js_s[ok], n_boot=n_boot, seed=boot_seed)
+            wm, wlo, whi = bootstrap_ci(wr_s[ok], n_boot=n_boot, seed=boot_seed)
+            rows.append({"policy": policy, "rm": label, "subset": subset, "estimator": est, "k": k,
+                         "n_questions": int(ok.sum()), "mean": m, "ci_low": lo, "ci_high": hi,
+                         "win_rate": wm, "win_ci_low": wlo, "win_ci_high": whi,
+                         "rm_failures": rm_failures[subset], "judge_dropped": int((~ok).sum()),
+                         "judge_nan_samples": nan_by[subset], "judge_failed_samples": failed_samples[subset]})
+    return rows
+
+
+def _rm_failures(rm: str, rows: Sequence[dict], R: np.ndarray, masks: dict, subset_of: dict) -> dict:
+    """Per subset, the RM's scoring failures: NaN scores (ranked lowest) plus unparseable replies
+    scored with the fallback value; each logged."""
+    nan = int(np.isnan(R).sum())
+    if nan:
+        log.warning("RM %s: %d NaN scores (failures) ranked lowest", rm, nan)
+    fallback_rows = [row for row in rows if row.get("failed") and row.get("score") is not None
+                     and row["question_id"] in subset_of]
+    if fallback_rows:
+        log.warning("RM %s: %d unparseable replies scored with the fallback value "
+                    "(reward.generative_failure_score)", rm, len(fallback_rows))
+    return {s: int(np.isnan(R[m]).sum()) + sum(
+        1 for row in fallback_rows if s == ALL_SUBSETS or subset_of[row["question_id"]] == s)
+        for s, m in masks.items()}
+
+
 def bon_curves(samples: Sequence[dict], judged: Sequence[dict], rm_scores: Mapping[str, Sequence[dict]],
                ks: Sequence[int], n: int, policy: str, seed: int = 0, n_boot: int = 1000):
     """Build per-question curve frames ({rm|_oracle|_random: DataFrame}) and the summary table: per
@@ -266,20 +304,7 @@ def bon_curves(samples: Sequence[dict], judged: Sequence[dict], rm_scores: Mappi
             frames.append(pd.DataFrame({"question_id": qids, "subset": list(subs),
                                         "estimator": est, "k": k, "judge_score": js, "win_vs_random": wr}))
             cells += int(np.isnan(js).sum())
-        for subset, mask in masks.items():
-            # same resamples for every RM and k: paired CIs (the pooled rows' seed as before subsets)
-            boot_seed = stable_seed(seed, "bon", policy) if subset == ALL_SUBSETS else \
-                stable_seed(seed, "bon", policy, subset)
-            for (est, k), (js, wr) in per_q.items():
-                js_s, wr_s = js[mask], wr[mask]
-                ok = ~np.isnan(js_s)
-                m, lo, hi = bootstrap_ci(js_s[ok], n_boot=n_boot, seed=boot_seed)
-                wm, wlo, whi = bootstrap_ci(wr_s[ok], n_boot=n_boot, seed=boot_seed)
-                table.append({"policy": policy, "rm": label, "subset": subset, "estimator": est, "k": k,
-                              "n_questions": int(ok.sum()), "mean": m, "ci_low": lo, "ci_high": hi,
-                              "win_rate": wm, "win_ci_low": wlo, "win_ci_high": whi,
-                              "rm_failures": rm_failures[subset], "judge_dropped": int((~ok).sum()),
-                              "judge_nan_samples": nan_by[subset], "judge_failed_samples": failed_samples[subset]})
+        table.extend(_table_rows(per_q, masks, policy, label, seed, n_boot, rm_failures, nan_by, failed_samples))
         if cells:
             log.warning("policy %s, %s: %d (question, estimator, k) cells dropped for an unjudged selected "
                         "sample (bon.csv judge_dropped)", policy, label, cells)
@@ -287,18 +312,7 @@ def bon_curves(samples: Sequence[dict], judged: Sequence[dict], rm_scores: Mappi
 
     for rm in sorted(rm_scores):
         R = _matrix(rm_scores[rm], "score", qids, n, f"rm_scores/{rm}.jsonl")
-        nan = int(np.isnan(R).sum())
-        if nan:
-            log.warning("RM %s: %d NaN scores (failures) ranked lowest", rm, nan)
-        fallback_rows = [row for row in rm_scores[rm] if row.get("failed") and row.get("score") is not None
-                         and row["question_id"] in subset_of]
-        if fallback_rows:
-            log.warning("RM %s: %d unparseable replies scored with the fallback value "
-                        "(reward.generative_failure_score)", rm, len(fallback_rows))
-        failures = {s: int(np.isnan(R[m]).sum()) + sum(
-            1 for row in fallback_rows if s == ALL_SUBSETS or subset_of[row["question_id"]] == s)
-            for s, m in masks.items()}
-        add(rm, rm, "rm", R, failures)
+        add(rm, rm, "rm", R, _rm_failures(rm, rm_scores[rm], R, masks, subset_of))
     add("_oracle", ORACLE, ORACLE, None, dict.fromkeys(masks, 0))
     add("_random", RANDOM, RANDOM, None, dict.fromkeys(masks, 0))
     return curves, pd.DataFrame(table, columns=TABLE_COLUMNS)
