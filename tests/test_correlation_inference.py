@@ -317,11 +317,13 @@ def test_verdict_opening_recomputed_from_saved_files(saved):
                         + (f"{p:.3f}" if p >= 0.001 else f"{p:.1e}") + ")"
                         + _gap_tail(power) + ".")
     need = power[power["quantity"] == "rms_needed_observed"].iloc[0]
-    row = (f"| BoN expected judge_score k=16 | general | {n} | {va:+.2f} | {vb:+.2f} | {va - vb:+.2f} "
-           f"[{max(va - vb - half, -2):+.2f}, {min(va - vb + half, 2):+.2f}] (95.0%) | ")
+    pq = f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+    need_text = int(need["n_rms"]) if np.isfinite(need["n_rms"]) else "more than 500"
+    row = (f"| BoN expected judge_score k=16 | general | personalized | {va - vb:+.2f} "
+           f"[{max(va - vb - half, -2):+.2f}, {min(va - vb + half, 2):+.2f}] (95.0%) | {pq} | {pq} | {va:+.2f} "
+           f"| {vb:+.2f} | {n} | {need_text} |")
     assert row in text
     assert text.splitlines()[-2 if not text.splitlines()[-1] else -1].startswith("Decided by Williams' t")
-    assert f"| personalized | {int(need['n_rms']) if np.isfinite(need['n_rms']) else 'more than 500'} |" in text
 
 
 def _gap_tail(power: pd.DataFrame) -> str:
@@ -341,7 +343,7 @@ def test_verdict_html_fragment_and_forest(saved):
     frag = saved["verdict_html"]
     sentence = _opening(saved["summary"]).splitlines()[0]
     assert f"<strong>Verdict.</strong> {sentence}" in frag
-    assert frag.count('<table class="prbench-verdict">') == 1 and frag.count("<tr>") == 2
+    assert frag.count('<table class="prbench-verdict"') == 1 and frag.count("<tr>") == 2
     assert base64.b64encode(saved["forest"]).decode() in frag
     assert saved["forest"][:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -387,7 +389,7 @@ def test_html_report_opens_with_the_verdict(saved, tmp_path, monkeypatch):
     assert body.startswith('<p class="prbench-verdict-sentence"><strong>Verdict.</strong>')
     first = re.search(r"<p[^>]*>(.*?)</p>", html, re.S).group(1)
     assert "Personalized predicts BoN better than general" in first
-    assert html.index('<table class="prbench-verdict">') < html.index('<img class="prbench-forest"') < html.index(
+    assert html.index('<table class="prbench-verdict"') < html.index('<img class="prbench-forest"') < html.index(
         "Personalized RewardBench pipeline")
 
 
@@ -421,7 +423,8 @@ def test_best_benchmark_without_each_rm_matches_a_scipy_loop():
 
 
 def test_summary_says_whether_the_best_benchmark_holds(saved):
-    rows = [ln for ln in saved["summary"].splitlines() if ln.startswith("| BoN expected judge_score k=16 |")
+    body = saved["summary"].split(VERDICT_END, 1)[1]  # after the verdict table
+    rows = [ln for ln in body.splitlines() if ln.startswith("| BoN expected judge_score k=16 |")
             and ln.split("|")[3].strip() == "personalized"]  # the best-benchmark tables (Spearman, Kendall)
     assert len(rows) == 2 and all(ln.rstrip(" |").endswith("holds") for ln in rows)
 

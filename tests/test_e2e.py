@@ -136,7 +136,7 @@ def test_report_in_browser(runs, tmp_path):
     conf = comp[comp["family"] == "confirmatory"]
     assert verdict["sentence"] and verdict["sentence"].startswith("Verdict.")
     assert verdict["head"][:2] == ["downstream", "baseline"] and len(verdict["rows"]) == len(conf) > 0
-    assert [r[8] for r in verdict["rows"]] == list(conf["verdict"])
+    assert verdict["head"][2] == "verdict" and [r[2] for r in verdict["rows"]] == list(conf["verdict"])
     assert verdict["forest"]["complete"] and verdict["forest"]["width"] > 300 and verdict["forest"]["shown"] > 300
     figures = {f["path"]: f for f in seen["figures"]}
     for name in ["accuracy", "bon_curves", "scatter", "correlations", "forest", "ppo_training", "grpo_training"]:

@@ -245,8 +245,9 @@ def _join(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
-VERDICT_HEAD = ["downstream", "baseline", "n RMs", "Spearman personalized", "Spearman baseline",
-                "difference [interval]", "p", "q", "verdict", "RMs needed for this gap"]
+# the answer first (verdict, difference, q): the landing page shows the table in a narrow column
+VERDICT_HEAD = ["downstream", "baseline", "verdict", "difference [interval]", "q", "p", "Spearman personalized",
+                "Spearman baseline", "n RMs", "RMs needed for this gap"]
 
 
 def verdict_rows(comparisons: pd.DataFrame | None, power: pd.DataFrame | None) -> list[list[str]]:
@@ -262,8 +263,8 @@ def verdict_rows(comparisons: pd.DataFrame | None, power: pd.DataFrame | None) -
         out.append([downstream.measure_label(r["downstream"], r["estimator"], r["measure"],
                                              None if pd.isna(r["k"]) else int(r["k"])) + (
                         f" ({r['policy']})" if many else ""),
-                    str(r["benchmark_b"]), str(int(r["n_rms"])), _fmt(r["value_a"]), _fmt(r["value_b"]),
-                    f"{_fmt(r['diff'])}{interval}", _pv(r["p"]), _pv(r["q"]), str(r["verdict"]),
+                    str(r["benchmark_b"]), str(r["verdict"]), f"{_fmt(r['diff'])}{interval}", _pv(r["q"]),
+                    _pv(r["p"]), _fmt(r["value_a"]), _fmt(r["value_b"]), str(int(r["n_rms"])),
                     _needed(_power_rows(power, r, "rms_needed_observed"))])
     return out
 
@@ -292,7 +293,9 @@ def verdict_html(comparisons: pd.DataFrame | None, power: pd.DataFrame | None, f
     if rows:
         head = "".join(f"<th>{esc(h)}</th>" for h in VERDICT_HEAD)
         body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
-        parts.append(f'<table class="prbench-verdict"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
+        # a scrolling box in the landing page's text column (beside the rule graph), as the leaderboard's
+        parts.append(f'<div style="overflow-x:auto;max-width:100%"><table class="prbench-verdict" '
+                     f'style="font-size:0.8em"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>')
         parts.append(f"<p>Decided by {esc(verdict.TEST_LABEL)} (an approximation), Benjamini-Hochberg over the "
                      f"{len(rows)} confirmatory cells at q &lt;= {fdr:g}; intervals are the test's own at the "
                      "family's false-coverage level. Every other cell is exploratory "
