@@ -108,7 +108,8 @@ def check_inputs(root: Path, rms: list[str], baseline: str) -> None:
 
 
 def check_official_table(root: Path, rms: list[str], baseline: str) -> np.ndarray:
-    """benchmark_accuracy.csv's official score (level official, group all) of each RM by hand;
+    """benchmark_accuracy.csv's official score (level official, group all; written to 6 decimals) of each
+    RM by hand;
     returns the official scores and pooled accuracies (to show the two differ)."""
     acc = pd.read_csv(Path(root) / "results" / "tables" / "benchmark_accuracy.csv")
     off = acc[(acc["benchmark"] == baseline) & (acc["level"] == "official") & (acc["group"] == "all")]
@@ -117,6 +118,6 @@ def check_official_table(root: Path, rms: list[str], baseline: str) -> np.ndarra
     for rm in rms:
         df = pairs(root, rm, baseline)
         want = rewardbench_official(df)
-        assert abs(off[rm] - want) < 1e-9, (rm, off[rm], want)
+        assert abs(off[rm] - want) < 5e-7, (rm, off[rm], want)  # the table's 6 decimals
         out.append((want, float(df["credit"].mean())))
     return np.array(out)

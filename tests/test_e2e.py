@@ -86,7 +86,9 @@ def test_headline_values_recomputed(runs):
     rms = sorted(cfg["reward_models"])
     (baseline,) = cfg["data"]["baselines"]
     assert cfg["data"]["baselines"][baseline]["kind"] == "rewardbench"
-    assert rv.check_bon_spearman(workdir, rms) >= 1  # k=1 can tie every RM (NaN); k=2, 4 cannot all
+    # every row is checked: a finite coefficient against scipy, a constant side (configs/test.yaml's tiny
+    # policy scores 0 on every BoN judge score, so each of its BoN coefficients is NaN) as NaN
+    rv.check_bon_spearman(workdir, rms)
     rv.check_inputs(workdir, rms, baseline)
     rv.check_official_table(workdir, rms, baseline)
 
