@@ -180,10 +180,13 @@ def _power_rows(power: pd.DataFrame | None, row, quantity: str, gap=None) -> pd.
 
 
 def _needed(sel: pd.DataFrame) -> str:
-    """'25', 'more than 500' or 'impossible' (no correlation matrix has that gap), '-' without a row."""
+    """'25', 'more than 500' or 'impossible' (no correlation matrix has that gap), '-' without a row
+    or without a gap (an undefined difference)."""
     if sel.empty:
         return "-"
     r = sel.iloc[0]
+    if not np.isfinite(float(r["gap"])):
+        return "-"
     if not bool(r["possible"]):
         return "impossible"
     return str(int(r["n_rms"])) if np.isfinite(r["n_rms"]) else f"more than {verdict.POWER_N_GRID[-1]}"
