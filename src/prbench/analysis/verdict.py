@@ -34,7 +34,7 @@ import numpy as np
 from scipy import stats as sps
 
 from ..seeding import stable_seed
-from . import rankmetrics
+from . import inference, rankmetrics
 
 MIN_RMS = 10  # the test's simulated size holds from here on (population Spearman up to 0.8)
 TEST = "williams_bw"
@@ -52,19 +52,11 @@ def _ranks(v: np.ndarray) -> np.ndarray:
     return sps.rankdata(rankmetrics.snap(v), axis=-1, method="average")
 
 
-def _corr(rx: np.ndarray, ry: np.ndarray) -> np.ndarray:
-    cx = rx - rx.mean(-1, keepdims=True)
-    cy = ry - ry.mean(-1, keepdims=True)
-    den = np.sqrt((cx * cx).sum(-1) * (cy * cy).sum(-1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.clip((cx * cy).sum(-1) / den, -1.0, 1.0)
-    return np.where(den > 0, r, np.nan)
-
-
 def spearman_triplet(xa, xb, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rho(A, y), rho(B, y), rho(A, B)) per row of (..., n) arrays (NaN for a constant side)."""
     ra, rb, ry = (_ranks(np.asarray(v, dtype=float)) for v in (xa, xb, y))
-    return _corr(ra, ry), _corr(rb, ry), _corr(ra, rb)
+    # Spearman = Pearson of the average ranks (inference.pearson: NaN for a constant row)
+    return tuple(np.asarray(inference.pearson(u, v)) for u, v in ((ra, ry), (rb, ry), (ra, rb)))
 
 
 def williams_bw(r_a, r_b, r_ab, n):
@@ -355,13 +347,11 @@ def size_grid(ns=(7, 10, 12, 20, 30), rhos=(0.3, 0.6, 0.8), inter=(0.2, 0.5, 0.8
 
 def _uncorrected_size(n: int, rho: float, r_ab: float, n_sims: int = 5000, fdr: float = 0.05, seed: int = 0) -> float:
     """The same family with Williams' t uncorrected (prbench.analysis.inference), for comparison."""
-    from .inference import williams_test
-
     rng = np.random.default_rng(stable_seed(seed, "verdict-size", n, rho, r_ab))
     ps = []
     for _ in range(3):
         r_a, r_b, r_ab_hat = spearman_triplet(*draw_cell(rho, 0.0, r_ab, n, n_sims, rng))
-        ps.append(williams_test(r_a, r_b, r_ab_hat, n)[1])
+        ps.append(inference.williams_test(r_a, r_b, r_ab_hat, n)[1])
     return float((bh_qvalues(np.stack(ps, -1)) <= fdr).any(-1).mean())
 
 
