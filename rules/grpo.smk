@@ -113,8 +113,9 @@ GRPO_RUNS = method_replicate_runs("grpo")
 rule grpo_table:
     input:
         judged=[f"{run_dir('grpo', *run)}/eval_judged.jsonl" for run in GRPO_RUNS],
+        train_logs=[f"{run_dir('grpo', *run)}/train_log.csv" for run in GRPO_RUNS],  # the reward rise
     output:
-        "results/tables/grpo.csv",
+        report("results/tables/grpo.csv", caption="../report/policy_table.rst", category="Tables"),
     log:
         "logs/grpo/grpo_table.log",
     benchmark:

@@ -167,8 +167,9 @@ PPO_RUNS = method_replicate_runs("ppo")
 rule ppo_table:
     input:
         judged=[f"{run_dir('ppo', *run)}/eval_judged.jsonl" for run in PPO_RUNS],
+        train_logs=[f"{run_dir('ppo', *run)}/train_log.csv" for run in PPO_RUNS],  # the reward rise
     output:
-        "results/tables/ppo.csv",
+        report("results/tables/ppo.csv", caption="../report/policy_table.rst", category="Tables"),
     log:
         "logs/ppo/ppo_table.log",
     benchmark:

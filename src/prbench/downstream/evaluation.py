@@ -6,7 +6,9 @@ first `ppo.eval_posts` profile posts; greedy unless `ppo.eval_greedy` is false),
 (`prbench.judge`, as for BoN) scores both answers against each question's rubric aspects, and each
 question's outcome is a win, tie or loss against the base policy. `write_policy_table` summarises
 each (policy, rm) over all its questions (subset "all") and per subset: bootstrap mean and CI of
-the judge score, base mean, win/tie/loss rates and the count of unparseable judgements. With
+the judge score, base mean, win/tie/loss rates, the count of unparseable judgements, the paired
+difference to the base policy on the same questions with its bootstrap CI over questions
+(`paired_diff`), and the reward rise of the training log (`prbench.downstream.reward_rise`). With
 `ppo.per_subset` a (policy, rm) has one PPO run per subset, each evaluated on its subset's
 questions (`eval_prompt_rows(..., subset)`).
 Rules: `base_answers`, `eval_policy`, `judged_measures` (rules/evaluation.smk), `ppo_table` / `grpo_table`
@@ -30,6 +32,7 @@ from ..stats import bootstrap_ci
 from . import run_files
 from .policy import generate_answers, load_policy_model
 from .prompt_rows import limit_posts, load_prompt_rows, select_eval_prompts
+from .reward_rise import RISE_COLUMNS, reward_rise_rows
 
 log = logging.getLogger("prbench.downstream.evaluation")
 
@@ -140,17 +143,22 @@ def eval_policy(model_dir: str, base_answers_path: str, eval_prompts: str, judge
 
 
 TABLE_COLUMNS = ["policy", "rm", "subset", "n_questions", "mean", "ci_low", "ci_high", "base_mean",
-                 "win_rate", "tie_rate", "loss_rate", "judge_failures"]
+                 "win_rate", "tie_rate", "loss_rate", "judge_failures", "diff_base", "diff_ci_low", "diff_ci_high",
+                 *RISE_COLUMNS]
 ALL_SUBSETS = "all"  # the `subset` of a (policy, rm)'s row over all its questions
 
 
-def policy_table_rows(runs: dict[tuple, str | Sequence[str]], n_boot: int, seed: int) -> pd.DataFrame:
+def policy_table_rows(runs: dict[tuple, str | Sequence[str]], n_boot: int, seed: int,
+                      train_logs: dict[tuple, dict[str, str]] | None = None) -> pd.DataFrame:
     """Rows per (policy, rm) from its eval_judged.jsonl files (one, or one per subset when PPO
     trains per subset): first over all its questions (`subset` "all": with per-subset runs the
     question-weighted mean over the subsets), then one row per subset. NaN judge scores are
     excluded and counted; judge_failures counts every failed judgement (also those scored 0.0).
     A key (policy, rm, replicate) is one training seed (`ppo.seeds`, `grpo.seeds`; (policy, rm) =
-    seed 0): with several seeds a row is over all of them (`_table_row`)."""
+    seed 0): with several seeds a row is over all of them (`_table_row`).
+    train_logs: (policy, rm[, replicate]) -> {subset ("" for a run over every subset): train_log.csv}
+    gives the reward-rise columns (`prbench.downstream.reward_rise.reward_rise_rows`); NaN for a row
+    without a log (and for the subset rows of a run over every subset)."""
     grouped: dict[tuple[str, str], dict[int, list]] = {}
     for key, paths in runs.items():
         policy, rm, rep = (*key, 0) if len(key) == 2 else key
@@ -169,11 +177,28 @@ def policy_table_rows(runs: dict[tuple, str | Sequence[str]], n_boot: int, seed:
                 raise ValueError(f"{policy}/{rm}: question(s) {dup[:3]} judged in more than one of {paths}")
             frames.append(df.assign(replicate=rep))
         df = pd.concat(frames, ignore_index=True)
-        out.append(_table_row(df, policy, rm, ALL_SUBSETS, n_boot, stable_seed(seed, "ppo-table", policy, rm)))
+        out.append({**_table_row(df, policy, rm, ALL_SUBSETS, n_boot, stable_seed(seed, "ppo-table", policy, rm)),
+                    **paired_diff(df, n_boot, stable_seed(seed, "ppo-table-diff", policy, rm))})
         for subset, part in df.groupby("subset", sort=False):
-            out.append(_table_row(part, policy, rm, str(subset), n_boot,
-                                  stable_seed(seed, "ppo-table", policy, rm, str(subset))))
-    return pd.DataFrame(out, columns=TABLE_COLUMNS)
+            out.append({**_table_row(part, policy, rm, str(subset), n_boot,
+                                     stable_seed(seed, "ppo-table", policy, rm, str(subset))),
+                        **paired_diff(part, n_boot, stable_seed(seed, "ppo-table-diff", policy, rm, str(subset)))})
+    table = pd.DataFrame(out, columns=[c for c in TABLE_COLUMNS if c not in RISE_COLUMNS])
+    rise = reward_rise_rows(train_logs or {}, ALL_SUBSETS).astype({c: float for c in RISE_COLUMNS})
+    return table.merge(rise, on=["policy", "rm", "subset"], how="left", validate="one_to_one")[TABLE_COLUMNS]
+
+
+def paired_diff(df: pd.DataFrame, n_boot: int, seed: int) -> dict:
+    """diff_base: the mean over questions of (trained score - base score) on the same question, over
+    the questions where both are scored; diff_ci_low/high: the percentile bootstrap over those
+    questions (`bootstrap_ci`, each draw resamples (trained, base) pairs together: a paired CI).
+    Over several training seeds a question's trained score is its mean over the seeds that scored it
+    (as `mean` in `_table_row`); the base answer is the same for every seed."""
+    d = df.assign(score=df["score"].astype(float), base_score=df["base_score"].astype(float))
+    per_q = d.groupby("question_id", sort=False).agg(score=("score", "mean"), base=("base_score", "first"))
+    diffs = (per_q["score"] - per_q["base"]).dropna().to_numpy()
+    est, lo, hi = bootstrap_ci(diffs, n_boot=n_boot, seed=seed)
+    return {"diff_base": est, "diff_ci_low": lo, "diff_ci_high": hi}
 
 
 def _table_row(df: pd.DataFrame, policy: str, rm: str, subset: str, n_boot: int, seed: int) -> dict:
@@ -213,7 +238,7 @@ def _table_row(df: pd.DataFrame, policy: str, rm: str, subset: str, n_boot: int,
 
 
 def write_policy_table(runs: dict[tuple[str, str], str | Sequence[str]], out_csv: str, n_boot: int,
-                       seed: int) -> pd.DataFrame:
-    df = policy_table_rows(runs, n_boot, seed)
+                       seed: int, train_logs: dict[tuple, dict[str, str]] | None = None) -> pd.DataFrame:
+    df = policy_table_rows(runs, n_boot, seed, train_logs)
     write_csv(out_csv, df)
     return df
