@@ -187,7 +187,8 @@ def test_two_seeds_per_subset_dag(tmp_path):
     ppo_judged = {f"results/ppo/{pol}/{r}/{s}/{d}eval_judged.jsonl"
                   for r in rms for s in subsets for d in ("", "seed1/")}
     (table,) = by_rule["ppo_table"]
-    assert set(table.input) == ppo_judged
+    # every run's judged answers and its training log (the reward rise), seed 1 included
+    assert set(table.input) == ppo_judged | {p.replace("eval_judged.jsonl", "train_log.csv") for p in ppo_judged}
     measures = {j.wildcards["method"]: set(j.input) for j in by_rule["judged_measures"]}
     assert measures["ppo"] == ppo_judged
     assert measures["grpo"] == {f"results/grpo/{pol}/{r}/{d}eval_judged.jsonl" for r in rms for d in ("", "seed1/")}
