@@ -11,7 +11,7 @@
                          signal. The signals of 3 and 4 are the downstream methods found in the
                          correlation table, in registry order (`prbench.downstream`).
 5. `plot_training`       reward / KL / entropy per step of a trained-policy method (PPO, GRPO),
-                         one line per RM.
+                         one line per RM, its reward rise in the legend.
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from .. import downstream  # noqa: E402
+from ..downstream.reward_rise import reward_rise  # noqa: E402
 
 logging.getLogger("fontTools").setLevel(logging.WARNING)  # PDF font subsetting is chatty at INFO
 
@@ -381,11 +382,14 @@ def plot_forest(comparisons: pd.DataFrame, png, pdf) -> None:
 
 
 def plot_training(train_logs, png, pdf, smooth: int = 1, label: str = "PPO") -> None:
-    """train_logs: (policy, rm, path of train_log.csv). Needs step, reward, kl; entropy if present."""
+    """train_logs: (policy, rm, path of train_log.csv). Needs step, reward, kl; entropy if present.
+    Each run's legend entry gives its reward rise (last quarter of the steps minus the first, with
+    Welch's 95% interval: `prbench.downstream.reward_rise`, the `reward_rise` of tables/{method}.csv)."""
     frames = []
     for policy, rm, path in train_logs:
         df = _read_csv(path, ["step", "reward", "kl"], f"the {label} training log")
-        df = df.assign(policy=policy, rm=rm)
+        rise, lo, hi = reward_rise([path])
+        df = df.assign(policy=policy, rm=rm, legend=f"{rm}: rise {rise:+.3g} [{lo:+.3g}, {hi:+.3g}]")
         frames.append(df)
     if not frames:
         raise ValueError(f"plot_training: no {label} training logs given (is the method enabled?)")
@@ -401,7 +405,7 @@ def plot_training(train_logs, png, pdf, smooth: int = 1, label: str = "PPO") -> 
             for rm, rows in data[data["policy"] == policy].groupby("rm", sort=False):
                 rows = rows.sort_values("step")
                 y = rows[m].rolling(max(1, smooth), min_periods=1).mean()
-                ax.plot(rows["step"], y, label=rm, color=colors[rm], linewidth=1.4)
+                ax.plot(rows["step"], y, label=rows["legend"].iloc[0], color=colors[rm], linewidth=1.4)
             ax.set_xlabel(f"{label} step")
             ax.set_ylabel(m)
             ax.set_title(f"{policy}: {m}")
