@@ -115,3 +115,15 @@ def test_reward_rise_pools_seeds_and_gives_subset_rows_only_for_per_subset_runs(
     assert t.loc["all", "reward_rise"] == pytest.approx(2.0)
     assert t.loc[["A", "B"], "reward_rise"].isna().all()
     assert sorted(t.reset_index().columns) == sorted(TABLE_COLUMNS)
+
+
+def test_training_figure_legend_gives_the_reward_rise(tmp_path, monkeypatch):
+    from prbench.analysis import figures
+
+    saved = []
+    monkeypatch.setattr(figures, "_save", lambda fig, png, pdf: saved.append(fig))
+    path = _log(tmp_path / "log.csv", [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
+    figures.plot_training([("pol", "rm", str(path))], tmp_path / "p.png", tmp_path / "p.pdf")
+    legend = saved[0].axes[-1].get_legend()
+    # 6 -/+ 4.3027 * sqrt(0.5) (the Welch interval by hand above)
+    assert [t.get_text() for t in legend.get_texts()] == ["rm: rise +6 [+2.96, +9.04]"]
