@@ -8,7 +8,8 @@
 #                                                  is killed; a rerun resumes from it; removed after success)
 #   results/grpo/{policy}/{rm}/eval_judged.jsonl   rule eval_policy (method grpo): judged vs the base policy
 #   results/downstream/grpo.csv                    rule judged_measures: the downstream contract's table
-#   results/tables/grpo.csv                        mean judge score + bootstrap CI, win/tie/loss rates
+#   results/tables/grpo.csv                        mean judge score + bootstrap CI, win/tie/loss rates, paired
+#                                                  difference to the base policy + CI, reward rise of the log
 # Registered as downstream method `grpo` (prbench.downstream): the analysis finds it from there.
 from prbench.downstream.grpo.memory import check_grpo_runs
 

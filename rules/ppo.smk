@@ -6,7 +6,8 @@
 #   results/ppo/{policy}/{rm}[/{subset}]/seed{rep}/  the same files for training seed rep > 0 (ppo.seeds)
 #   results/ppo/{policy}/{rm}/checkpoints/         rotating resume checkpoint (not a declared output,
 #                                                  so Snakemake keeps it when a job fails or is killed)
-#   results/tables/ppo.csv                         mean judge score + bootstrap CI, win/tie/loss rates
+#   results/tables/ppo.csv                         mean judge score + bootstrap CI, win/tie/loss rates, paired
+#                                                  difference to the base policy + CI, reward rise of the log
 # The evaluation (base answers, judged answers, the downstream contract's measure table) is shared
 # with GRPO: rules/evaluation.smk.
 from prbench.downstream.ppo.memory import generation_chunk_per_run, gpus_per_run
