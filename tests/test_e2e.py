@@ -60,6 +60,9 @@ def test_all_outputs(runs):
     assert set(ppo["rm"]) == rms
     grpo = pd.read_csv(workdir / "results/tables/grpo.csv")
     assert set(grpo["rm"]) == rms
+    for table in (ppo, grpo):  # the paired difference to the base policy on every row
+        assert {"diff_base", "diff_ci_low", "diff_ci_high", "reward_rise"} <= set(table.columns)
+        assert table["diff_base"].notna().all()
     corr = pd.read_csv(workdir / "results/tables/correlations.csv")
     assert len(corr) > 0
     assert list(dict.fromkeys(corr["downstream"])) == ["bon", "ppo", "grpo"]  # from the registry
