@@ -13,7 +13,11 @@
 # signal a param of the scatter/correlation figures; a method with a training log gets a figure.
 CORR = config["correlation"]
 PAIR_KEYS = [[rm, bench] for rm in ROW_RMS for bench in BENCHMARKS]
-RUN_KEYS = [[policy, rm] for policy in POLICIES for rm in ROW_DOWNSTREAM_RMS]
+# the (policy, rm) runs each method's measure table must cover (ppo.rms / grpo.rms choose a method's RMs)
+RUN_KEYS = {
+    m: [[policy, rm] for policy in POLICIES for rm in (method_rms(m) if m in TRAINED_METHODS else ROW_DOWNSTREAM_RMS)]
+    for m in DOWNSTREAM
+}
 # the correlations run over the RMs with both benchmark and downstream results
 CORR_PAIR_KEYS = [[rm, bench] for rm in ROW_DOWNSTREAM_RMS for bench in BENCHMARKS]
 # The signal per method shown in the scatter and comparison figures (the table has all of them).

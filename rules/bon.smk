@@ -130,6 +130,8 @@ rule score_bon:
         "logs/bon/{policy}/score_{rm}.log",
     benchmark:
         "job_times/bon/{policy}/score_{rm}.tsv"
+    wildcard_constraints:
+        rm="|".join(SINGLE_RMS) if SINGLE_RMS else "__none__",  # RM family members: rules/family.smk
     priority: 2  # after PPO training, before the short GRPO and evaluation jobs
     conda:
         "../envs/downstream.yaml"

@@ -13,6 +13,7 @@ from prbench.validation import check_config, check_confirmatory_methods  # noqa:
 from prbench.rms import kind_info, reward_spec  # noqa: E402
 from prbench.seeding import replicate_seed as _replicate_seed  # noqa: E402
 from prbench import partial as PARTIAL  # noqa: E402
+from prbench.rms.family import family_members as RM_FAMILIES  # noqa: E402
 
 validate(config, schema="../schemas/config.schema.yaml")
 check_config(config)
@@ -22,7 +23,11 @@ PROMPTS = config.get("prompts") or {}  # prompt template set + post format (prbe
 SUBSETS = config["data"]["personalized"]["subsets"]
 BASELINES = list(config["data"]["baselines"])
 BENCHMARKS = ["personalized"] + BASELINES
-RMS = list(config["reward_models"])
+RMS = list(config["reward_models"])  # RM families expanded into their members by check_config
+# RM families (prbench.rms.family, rules/family.smk): family -> member names; one job trains and scores each
+FAMILIES = RM_FAMILIES(config)
+FAMILY_MEMBERS = [m for ms in FAMILIES.values() for m in ms]
+SINGLE_RMS = [r for r in RMS if r not in FAMILY_MEMBERS]  # scored by one job per (RM, benchmark)
 # RMs with downstream runs (BoN scoring, PPO, GRPO); reward_models.<rm>.downstream false = benchmarks only.
 DOWNSTREAM_RMS = [r for r in RMS if config["reward_models"][r].get("downstream", True)]
 # A partial run (prbench.partial, docs/DESIGN.md "Partial runs"): the onerror handler's second run
@@ -46,10 +51,16 @@ TRAINED_METHODS = [m for m in DOWNSTREAM if DS.REGISTRY[m].trained_policy]
 PPO_PER_SUBSET = bool(config["ppo"]["per_subset"])
 
 
+def method_rms(method):
+    """The RMs a trained-policy method runs with: `<method>.rms` (null = every downstream RM), in config order."""
+    chosen = (config.get(method) or {}).get("rms")
+    return [r for r in ROW_DOWNSTREAM_RMS if chosen is None or r in chosen]
+
+
 def method_runs(method):
     """(policy, rm, subset) of each run of a trained-policy method; subset "" = a pooled run."""
     subsets = SUBSETS if method == "ppo" and PPO_PER_SUBSET else [""]
-    return [(p, r, s) for p in POLICIES for r in ROW_DOWNSTREAM_RMS for s in subsets]
+    return [(p, r, s) for p in POLICIES for r in method_rms(method) for s in subsets]
 
 
 # Replicates: bon.sample_sets sample sets per policy, ppo.seeds / grpo.seeds training seeds per
@@ -119,6 +130,8 @@ def rm_model_dir(name):
         return f"results/models/rm/{name}"
     if "from_policy" in entry:
         return policy_model_dir(entry["from_policy"])
+    if name in FAMILY_MEMBERS:
+        return f"results/models/rm/{name}"
     return None
 
 
@@ -263,7 +276,8 @@ RM_B = {r: _params_b(rm_entry(r), 0.5) if kind_info(rm_entry(r)["kind"]).uses_gp
 # read scoring.add_special_tokens and scoring.truncation, on the benchmark and downstream.
 def _reads_classifier_input(rm):
     info = kind_info(rm_entry(rm)["kind"])
-    return info.needs_model and not info.generates
+    # a frozen head (an `encoder` source) reads sentence embeddings, not a tokenized classifier input
+    return info.needs_model and not info.generates and "encoder" not in rm_entry(rm)
 
 
 CLASSIFIER_INPUT = {r: _reads_classifier_input(r) for r in RMS}

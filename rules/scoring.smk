@@ -14,6 +14,8 @@ rule score_benchmark:
         "logs/scoring/{rm}/{bench}.log",
     benchmark:
         "job_times/scoring/{rm}/{bench}.tsv"
+    wildcard_constraints:
+        rm="|".join(SINGLE_RMS) if SINGLE_RMS else "__none__",  # RM family members: rules/family.smk
     conda:
         "../envs/models.yaml"
     threads: threads_for(2)

@@ -33,7 +33,7 @@ res = run_correlations(
     signals={m: dict(v) for m, v in dict(p.signals).items()},
     seed=p.seed,
     bench_kinds=dict(p.bench_kinds),
-    runs=[tuple(run) for run in p.run_keys],
+    runs={m: [tuple(run) for run in runs] for m, runs in dict(p.run_keys).items()},
 )
 # The summary states its n, the replicates per method and, in a partial run, the RMs left out with
 # their failed rules and logs: right after the verdict, which opens it

@@ -19,6 +19,7 @@ from .manifest import config_refs
 from .models import check_model_ref as _check_model_ref
 from .revisions import check_revision_value, is_hub
 from .rms import kind_info, reward_spec
+from .rms.family import expand_families
 
 
 def check_model_ref(ref: str, key: str) -> None:
@@ -126,6 +127,9 @@ def _rm_model(entry: dict, policies: dict) -> tuple:
         return ("trained policy", entry["from_policy"])
     if "path" in entry:
         return ("model", entry["path"], entry.get("revision"))
+    if "encoder" in entry:  # a frozen_head member: its training spec (its name reseeds the pairs drawn)
+        return ("frozen head", entry["encoder"], entry.get("family"), entry.get("profile_posts"),
+                entry.get("personalized_share"), entry.get("train_pairs"), entry.get("label_noise"))
     return ("no model",)
 
 
@@ -246,10 +250,27 @@ def check_confirmatory_methods(config: dict, methods: list[str]) -> None:
     _check_confirmatory(config, methods)
 
 
+def _check_method_rms(config: dict) -> None:
+    """ppo.rms / grpo.rms name downstream RMs of the config."""
+    downstream = [n for n, e in config["reward_models"].items() if e.get("downstream", True)]
+    for method in ("ppo", "grpo"):
+        names = (config.get(method) or {}).get("rms")
+        for name in names or []:
+            if name not in downstream:
+                raise ConfigError(f"config key {method}.rms: {name!r} is not a downstream RM of reward_models "
+                                  f"(known: {', '.join(downstream)})")
+
+
 def check_config(config: dict) -> None:
     """Checks a JSON schema cannot express. Raises ConfigError naming the key. The sections read
-    with defaults are filled here (with_defaults), so an unvalidated config is checked alike."""
+    with defaults are filled here (with_defaults), so an unvalidated config is checked alike. RM families
+    (entries with a `grid`) are expanded into their members first, in place (prbench.rms.family)."""
+    try:
+        expand_families(config)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     _check_sections(config)
+    _check_method_rms(config)
     _check_confirmatory(config)
     bon = config["bon"]
     for k in bon["ks"]:
@@ -279,10 +300,15 @@ def check_config(config: dict) -> None:
         info = _registered(kind_info, entry["kind"], name)
         if not info.can_read_profile and entry.get("use_profile"):
             raise ConfigError(f"config key {key}.use_profile: a {entry['kind']} RM never reads the profile")
-        sources = [k for k in ("path", "train", "from_policy") if k in entry]
+        sources = [k for k in ("path", "train", "from_policy", "encoder") if k in entry]
         if info.needs_model and len(sources) != 1:
             raise ConfigError(f"config key {key}: RM kind {entry['kind']!r} needs exactly one model source "
-                              f"(path, train or from_policy); found {sources or 'none'}")
+                              f"(path, train, from_policy or encoder); found {sources or 'none'}")
+        if ("encoder" in entry) != (entry["kind"] == "frozen_head"):
+            raise ConfigError(f"config key {key}: `encoder` goes with kind frozen_head and frozen_head needs it "
+                              f"(kind {entry['kind']!r})")
+        if entry["kind"] == "frozen_head" and "family" not in entry:
+            raise ConfigError(f"config key {key}: a frozen_head RM is a member of a family: give the entry a `grid`")
     _check_prompts(config)
     _check_reward(config)
     _check_downstream_unique(config)

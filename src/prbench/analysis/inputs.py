@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -44,7 +44,7 @@ def collect(
     pair_files: list[tuple[str, str, str]],
     measure_tables: Sequence[tuple[str, str]] = (),
     bench_kinds: dict | None = None,
-    runs: Sequence[tuple[str, str]] | None = None,
+    runs: Sequence[tuple[str, str]] | Mapping[str, Sequence[tuple[str, str]]] | None = None,
     subset: str | None = None,
 ) -> Collected:
     """Read every input into per-unit sums.
@@ -52,9 +52,9 @@ def collect(
     pair_files: (rm, benchmark, path of {bench}.pairs.jsonl); measure_tables: (method, path of its
     measure table, `prbench.downstream`), read in the order given; bench_kinds: {baseline: kind},
     a baseline of kind rewardbench/rmbench also gets its official score (level `official`), its
-    headline in the summary; runs: the (policy, rm) pairs every measure table must cover (None =
-    no check); subset: read only the downstream rows of that personalized subset's questions (None =
-    every question).
+    headline in the summary; runs: the (policy, rm) pairs every measure table must cover, or per method
+    {method: pairs} (a method not named, or None = no check); subset: read only the downstream rows
+    of that personalized subset's questions (None = every question).
     """
     col = Collected(rms=list(rms))
     rindex = {r: i for i, r in enumerate(rms)}
@@ -65,7 +65,8 @@ def collect(
         _read_pairs(col, bench_store, official_rows, rindex, rm, bench, path, bench_kinds or {})
     _units(col, PERSONALIZED)
     for method, path in measure_tables:
-        _read_downstream(col, down_store, rindex, method, path, runs, subset)
+        method_runs = runs.get(method) if isinstance(runs, Mapping) else runs
+        _read_downstream(col, down_store, rindex, method, path, method_runs, subset)
     col.benchmarks = _materialise(bench_store, rms, col.units)
     col.benchmarks += _official_scores(col, official_rows, bench_kinds or {})
     col.downstream = _materialise(down_store, rms, col.units, col.replicates)

@@ -37,6 +37,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          generates=True),
     Kind("generative_pointwise", "generative:GenerativePointwiseRM", needs_model=True, uses_gpu=True,
          pairwise=False, generates=True),
+    Kind("frozen_head", "frozen_head:FrozenHeadRM", needs_model=True, uses_gpu=False, pairwise=False,
+         generates=False),
     Kind("length", "length:LengthRM", needs_model=False, uses_gpu=False, pairwise=False, generates=False,
          can_read_profile=False),
 )}
