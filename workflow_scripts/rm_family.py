@@ -4,7 +4,7 @@ from prbench.job import start
 
 start(snakemake, torch_threads=True)
 
-from prbench.rms.family import train_and_score_family
+from prbench.scoring.family import train_and_score_family
 
 sm = snakemake
 p = sm.params

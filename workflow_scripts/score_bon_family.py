@@ -4,7 +4,7 @@ from prbench.job import start
 
 start(snakemake, torch_threads=True)
 
-from prbench.rms.family import score_bon_family
+from prbench.downstream.bon.family import score_bon_family
 
 sm = snakemake
 specs = {m: dict(s) for m, s in dict(sm.params.specs).items()}

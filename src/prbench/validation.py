@@ -250,15 +250,50 @@ def check_confirmatory_methods(config: dict, methods: list[str]) -> None:
     _check_confirmatory(config, methods)
 
 
+def _check_frozen_encoder(key: str, entry: dict, info) -> None:
+    """`encoder` is the model source of a frozen-encoder kind (frozen_head) and of no other; such an RM is
+    a member of a family (its entry expanded from a `grid`)."""
+    if ("encoder" in entry) != info.frozen_encoder:
+        raise ConfigError(f"config key {key}: `encoder` is the source of a frozen-encoder kind and only of one "
+                          f"(kind {entry['kind']!r})")
+    if info.frozen_encoder and "family" not in entry:
+        raise ConfigError(f"config key {key}: a {entry['kind']} RM is a member of a family: give the entry a `grid`")
+
+
 def _check_method_rms(config: dict) -> None:
     """ppo.rms / grpo.rms name downstream RMs of the config."""
-    downstream = [n for n, e in config["reward_models"].items() if e.get("downstream", True)]
+    downstream = [n for n, e in config["reward_models"].items()
+                  if entry_with_defaults(e, "reward_models.*")["downstream"]]
     for method in ("ppo", "grpo"):
         names = (config.get(method) or {}).get("rms")
         for name in names or []:
             if name not in downstream:
                 raise ConfigError(f"config key {method}.rms: {name!r} is not a downstream RM of reward_models "
                                   f"(known: {', '.join(downstream)})")
+
+
+def _check_rm_entries(config: dict, policies: dict) -> None:
+    """Each reward_models entry: its model source (one, of a kind that needs one), its references,
+    and the profile only where its kind can read one."""
+    for name, entry in config["reward_models"].items():
+        key = f"reward_models.{name}"
+        if "path" in entry:
+            check_model_ref(entry["path"], f"{key}.path")
+        if "train" in entry:
+            check_model_ref(entry["train"]["base"], f"{key}.train.base")
+        if "from_policy" in entry and entry["from_policy"] not in policies:
+            raise ConfigError(
+                f"config key {key}.from_policy: no policy named {entry['from_policy']!r} "
+                f"(known: {sorted(policies)})"
+            )
+        info = _registered(kind_info, entry["kind"], name)
+        if not info.can_read_profile and entry.get("use_profile"):
+            raise ConfigError(f"config key {key}.use_profile: a {entry['kind']} RM never reads the profile")
+        sources = [k for k in ("path", "train", "from_policy", "encoder") if k in entry]
+        if info.needs_model and len(sources) != 1:
+            raise ConfigError(f"config key {key}: RM kind {entry['kind']!r} needs exactly one model source "
+                              f"(path, train, from_policy or encoder); found {sources or 'none'}")
+        _check_frozen_encoder(key, entry, info)
 
 
 def check_config(config: dict) -> None:
@@ -286,29 +321,7 @@ def check_config(config: dict) -> None:
         raise ConfigError(f"config key ppo.eval_posts: {ppo['eval_posts']} posts, but the prompts hold only "
                           f"retriever.top_k = {top_k}")
     policies = config["policies"]
-    for name, entry in config["reward_models"].items():
-        key = f"reward_models.{name}"
-        if "path" in entry:
-            check_model_ref(entry["path"], f"{key}.path")
-        if "train" in entry:
-            check_model_ref(entry["train"]["base"], f"{key}.train.base")
-        if "from_policy" in entry and entry["from_policy"] not in policies:
-            raise ConfigError(
-                f"config key {key}.from_policy: no policy named {entry['from_policy']!r} "
-                f"(known: {sorted(policies)})"
-            )
-        info = _registered(kind_info, entry["kind"], name)
-        if not info.can_read_profile and entry.get("use_profile"):
-            raise ConfigError(f"config key {key}.use_profile: a {entry['kind']} RM never reads the profile")
-        sources = [k for k in ("path", "train", "from_policy", "encoder") if k in entry]
-        if info.needs_model and len(sources) != 1:
-            raise ConfigError(f"config key {key}: RM kind {entry['kind']!r} needs exactly one model source "
-                              f"(path, train, from_policy or encoder); found {sources or 'none'}")
-        if ("encoder" in entry) != (entry["kind"] == "frozen_head"):
-            raise ConfigError(f"config key {key}: `encoder` goes with kind frozen_head and frozen_head needs it "
-                              f"(kind {entry['kind']!r})")
-        if entry["kind"] == "frozen_head" and "family" not in entry:
-            raise ConfigError(f"config key {key}: a frozen_head RM is a member of a family: give the entry a `grid`")
+    _check_rm_entries(config, policies)
     _check_prompts(config)
     _check_reward(config)
     _check_downstream_unique(config)

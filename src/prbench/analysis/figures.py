@@ -26,7 +26,6 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from .. import downstream  # noqa: E402
-from ..downstream.reward_rise import reward_rise  # noqa: E402
 
 logging.getLogger("fontTools").setLevel(logging.WARNING)  # PDF font subsetting is chatty at INFO
 
@@ -388,7 +387,7 @@ def plot_training(train_logs, png, pdf, smooth: int = 1, label: str = "PPO") -> 
     frames = []
     for policy, rm, path in train_logs:
         df = _read_csv(path, ["step", "reward", "kl"], f"the {label} training log")
-        rise, lo, hi = reward_rise([path])
+        rise, lo, hi = downstream.training_reward_rise([path])
         df = df.assign(policy=policy, rm=rm, legend=f"{rm}: rise {rise:+.3g} [{lo:+.3g}, {hi:+.3g}]")
         frames.append(df)
     if not frames:

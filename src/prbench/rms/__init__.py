@@ -29,6 +29,7 @@ class Kind:
     pairwise: bool           # compare() is native; score() is derived from comparisons
     generates: bool          # scores by generating text (parse failures are counted)
     can_read_profile: bool = True  # `use_profile: true` is meaningful
+    frozen_encoder: bool = False   # a head on a frozen encoder's features: an `encoder` source, family members only
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
@@ -38,7 +39,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("generative_pointwise", "generative:GenerativePointwiseRM", needs_model=True, uses_gpu=True,
          pairwise=False, generates=True),
     Kind("frozen_head", "frozen_head:FrozenHeadRM", needs_model=True, uses_gpu=False, pairwise=False,
-         generates=False),
+         generates=False, frozen_encoder=True),
     Kind("length", "length:LengthRM", needs_model=False, uses_gpu=False, pairwise=False, generates=False,
          can_read_profile=False),
 )}

@@ -1,8 +1,8 @@
 """RM families: one `reward_models` entry with a `grid` expands into one `frozen_head` member per
 combination of its values (`expand_families`, called before the config is validated), so every
 member is an RM of its own (its own score files, BoN scores, rows, partial runs), while one job
-trains the whole family and scores it on every benchmark (`train_and_score_family`) and one job
-scores every BoN sample with every member (`score_bon_family`): each text is embedded once.
+trains the whole family and scores it on every benchmark (`prbench.scoring.family`) and one job
+scores every BoN sample with every member (`prbench.downstream.bon.family`): each text is embedded once.
 
 Grid keys (each a list): `profile_posts` (how many of the ranked profile posts the member sees,
 0 = none), `personalized_share` (the share of personalized pairs in its training set, the rest
@@ -21,7 +21,7 @@ import numpy as np
 
 from ..prompts import ScoreRequest
 from ..seeding import stable_seed
-from .frozen_head import FrozenHeadRM, HeadFeatures, fit_head, save_head, sentences
+from .frozen_head import HeadFeatures, fit_head, save_head
 
 log = logging.getLogger("prbench.rms.family")
 
@@ -64,8 +64,11 @@ def expand_families(config: dict) -> dict[str, list[str]]:
             out[name] = entry
             continue
         grid = _grid_values(name, entry["grid"])
-        if entry.get("kind") != "frozen_head":
-            raise ValueError(f"config key reward_models.{name}.kind: a grid expands into frozen_head members, "
+        from . import KINDS
+
+        if not getattr(KINDS.get(entry.get("kind")), "frozen_encoder", False):
+            raise ValueError(f"config key reward_models.{name}.kind: a grid expands into frozen-encoder members "
+                             f"(kinds {', '.join(k for k, v in KINDS.items() if v.frozen_encoder)}), "
                              f"got {entry.get('kind')!r}")
         base = {k: v for k, v in entry.items() if k != "grid"}
         families[name] = []
@@ -131,7 +134,7 @@ def training_rows(spec: dict, sources: Mapping[str, Sequence[dict]], seed: int) 
 def train_member(spec: dict, features: HeadFeatures, sources: Mapping[str, Sequence[dict]], seed: int,
                  out_dir: str | Path) -> dict:
     rows, flips = training_rows(spec, sources, seed)
-    k = int(spec["profile_posts"]) if spec.get("use_profile", True) else 0
+    k = int(spec["profile_posts"]) if spec["use_profile"] else 0
     ch, rj = _requests(rows)
     diffs = features.matrix(ch, k) - features.matrix(rj, k)
     diffs[flips] *= -1
@@ -141,45 +144,3 @@ def train_member(spec: dict, features: HeadFeatures, sources: Mapping[str, Seque
             "flipped": int(flips.sum()), "seed": seed}
     save_head(out_dir, w, meta)
     return meta
-
-
-def train_and_score_family(specs: Mapping[str, dict], train_paths: Mapping[str, str], model_dirs: Mapping[str, str],
-                           benches: Mapping[str, dict], seed: int, scoring: dict, encoder: str) -> dict:
-    """Train every member, then score each benchmark with each. `benches`: name -> {path, kind, pairs_out
-    (member -> path), acc_out (member -> path)}. Returns member -> {train meta, benchmark accuracies}."""
-    from ..io import read_jsonl
-    from ..scoring.benchmark import load_pairs, score_benchmark
-
-    features = HeadFeatures(encoder)
-    sources = family_pool({src: read_jsonl(p) for src, p in train_paths.items()}, specs, seed)
-    # one embedding pass over every training and benchmark text
-    all_rows = [r for rows in sources.values() for r in rows]
-    all_rows += [r for b in benches.values() for r in load_pairs(b["path"])]
-    ch, rj = _requests(all_rows)
-    posts = max([int(s["profile_posts"]) for s in specs.values()] + [0])
-    features.embed([t for req in ch + rj for t in (req.question, *sentences(req.answer), *req.profile[:posts])])
-    out: dict = {}
-    for name, spec in specs.items():
-        out[name] = {"train": train_member(spec, features, sources, seed, model_dirs[name])}
-        rm = FrozenHeadRM({**spec, "name": name, "path": model_dirs[name]}, features=features)
-        for bench, b in benches.items():
-            summary = score_benchmark(b["path"], {**spec, "name": name}, b["pairs_out"][name], b["acc_out"][name],
-                                      bench, seed=seed, scoring=scoring, rm=rm, bench_kind=b.get("kind"))
-            out[name][bench] = summary["overall"]["accuracy"]
-        log.info("member %s: %s", name, out[name])
-    log.info("embedded %d texts", features.embedded)
-    return out
-
-
-def score_bon_family(samples: str, prompts: str, specs: Mapping[str, dict], model_dirs: Mapping[str, str],
-                     outs: Mapping[str, str], encoder: str) -> dict:
-    """Every member scores every BoN sample (prbench.downstream.bon.score_bon), sharing the embeddings."""
-    from ..downstream.bon import score_bon
-
-    features = HeadFeatures(encoder)
-    reports = {}
-    for name, spec in specs.items():
-        rm = FrozenHeadRM({**spec, "name": name, "path": model_dirs[name]}, features=features)
-        reports[name] = score_bon(samples, prompts, {**spec, "name": name}, outs[name], rm=rm)
-    log.info("embedded %d texts", features.embedded)
-    return reports
