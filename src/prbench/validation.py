@@ -281,6 +281,8 @@ def _check_rm_entries(config: dict, policies: dict) -> None:
             check_model_ref(entry["path"], f"{key}.path")
         if "train" in entry:
             check_model_ref(entry["train"]["base"], f"{key}.train.base")
+        if "encoder" in entry:
+            check_model_ref(entry["encoder"], f"{key}.encoder")
         if "from_policy" in entry and entry["from_policy"] not in policies:
             raise ConfigError(
                 f"config key {key}.from_policy: no policy named {entry['from_policy']!r} "

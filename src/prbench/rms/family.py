@@ -8,6 +8,7 @@ Grid keys (each a list): `profile_posts` (how many of the ranked profile posts t
 0 = none), `personalized_share` (the share of personalized pairs in its training set, the rest
 general), `train_pairs` (training-set size), `label_noise` (the share of training pairs whose
 chosen and rejected are swapped). Member name: `<entry>_k<posts>_p<share %>_n<pairs>_e<noise %>`.
+A member reads the profile when the entry's `use_profile` is true and it sees at least one post.
 """
 from __future__ import annotations
 
@@ -70,6 +71,10 @@ def expand_families(config: dict) -> dict[str, list[str]]:
             raise ValueError(f"config key reward_models.{name}.kind: a grid expands into frozen-encoder members "
                              f"(kinds {', '.join(k for k, v in KINDS.items() if v.frozen_encoder)}), "
                              f"got {entry.get('kind')!r}")
+        preset = sorted(set(entry) & {FAMILY_KEY, *GRID_KEYS})
+        if preset:
+            raise ValueError(f"config key reward_models.{name}: {', '.join(preset)} are set per member by the "
+                             f"grid (reward_models.{name}.grid), not on the family entry")
         base = {k: v for k, v in entry.items() if k != "grid"}
         families[name] = []
         for posts, share, pairs, noise in itertools.product(*(grid[k] for k in GRID_KEYS)):
@@ -78,7 +83,8 @@ def expand_families(config: dict) -> dict[str, list[str]]:
                 raise ValueError(f"config key reward_models.{name}: member {member} clashes with another entry")
             out[member] = {**base, FAMILY_KEY: name, "profile_posts": int(posts),
                            "personalized_share": float(share), "train_pairs": int(pairs),
-                           "label_noise": float(noise), "use_profile": int(posts) > 0}
+                           "label_noise": float(noise),
+                           "use_profile": bool(entry.get("use_profile")) and int(posts) > 0}
             families[name].append(member)
     if rms:
         config["reward_models"] = out
