@@ -77,7 +77,6 @@ for _fam in FAMILIES:
                     mem_mb=CPU_MEM_MB if DEMO else 8000,
                     runtime=30 if DEMO else 120,
                 params:
-                    prompts=canon(PROMPTS),
                     specs=canon({m: DOWNSTREAM_RM_SPEC["bon"][m] for m in FAMILIES[_fam]}),
                 script:
                     "../workflow_scripts/score_bon_family.py"

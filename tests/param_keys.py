@@ -174,7 +174,15 @@ def edits(leaf: Leaf) -> list[tuple[str, list]]:
         out.append(("value", _strings(leaf, v)))
     elif isinstance(v, list):
         item = _resolve(node.get("items", {}))
-        longer = v + ([max(v) + 1] if "integer" in _types(item) else ["edited"])
+        if "integer" in _types(item):
+            longer = v + [max(v) + 1]
+        elif "number" in _types(item):  # a number within the item's bounds not in the list yet
+            lo, hi = item.get("minimum", float("-inf")), item.get("maximum", float("inf"))
+            extra = [x for x in (max(v) / 2, (min(v) + max(v)) / 2, min(v) + 0.1, max(v) - 0.1)
+                     if lo <= x <= hi and x not in v]
+            longer = v + extra[:1]
+        else:
+            longer = v + ["edited"]
         out.append(("value", [v[:-1], longer] if len(v) > 1 else [longer]))
     elif isinstance(v, dict) and not v:  # an empty mapping of entries: one entry added
         names = _resolve(node.get("propertyNames", {})).get("enum") or ["edited"]

@@ -7,6 +7,7 @@ training and scoring jobs plus the table that aggregates all RMs. `--allowed-rul
 DAG to this stage, so the test does not depend on how the
 other stages' files are produced.
 """
+import copy
 import os
 import time
 from pathlib import Path
@@ -15,9 +16,11 @@ import pytest
 import yaml
 from helpers import REPO, dry_run
 
+from prbench.rms.family import expand_families
+
 pytestmark = pytest.mark.dag
 
-STAGE_RULES = ["train_demo_rm", "score_benchmark", "accuracy_table"]
+STAGE_RULES = ["train_demo_rm", "score_benchmark", "accuracy_table", "rm_family_heads"]
 
 
 def _touch(path: Path, t: float, directory: bool = False):
@@ -31,10 +34,17 @@ def _touch(path: Path, t: float, directory: bool = False):
     os.utime(path, (t, t))
 
 
+def _rms(cfg: dict) -> dict:
+    """The config's RMs with its RM families expanded into their members (prbench.rms.family)."""
+    cfg = copy.deepcopy(cfg)
+    expand_families(cfg)
+    return cfg["reward_models"]
+
+
 def _targets(cfg: dict) -> list[str]:
     """What `rule all` asks of this stage: every RM x benchmark score file and the table."""
     benches = ["personalized"] + list(cfg["data"].get("baselines", {}))
-    return [f"results/scores/{rm}/{b}.accuracy.json" for rm in cfg["reward_models"] for b in benches] + [
+    return [f"results/scores/{rm}/{b}.accuracy.json" for rm in _rms(cfg) for b in benches] + [
         "results/tables/benchmark_accuracy.csv"]
 
 
@@ -53,7 +63,7 @@ def scratch(tmp_path_factory):
     wd = tmp_path_factory.mktemp("dag")
     cfg = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
     benches = ["personalized"] + list(cfg["data"].get("baselines", {}))
-    rms = list(cfg["reward_models"])
+    rms = list(_rms(cfg))
     t0 = time.time() - 3600
     for b in benches:
         _touch(wd / f"results/data/benchmarks/{b}.jsonl", t0)
@@ -61,8 +71,8 @@ def scratch(tmp_path_factory):
         _touch(wd / f"results/data/train/{src}.jsonl", t0)
     for name in cfg["policies"]:
         _touch(wd / f"results/models/policy/{name}", t0 + 10, directory=True)
-    for rm, entry in cfg["reward_models"].items():
-        if "train" in entry:
+    for rm, entry in _rms(cfg).items():
+        if "train" in entry or "family" in entry:
             _touch(wd / f"results/models/rm/{rm}", t0 + 10, directory=True)
         for b in benches:
             for suffix in ("pairs.jsonl", "accuracy.json"):
@@ -98,3 +108,15 @@ def test_new_rm_entry_adds_only_its_jobs(scratch, new_entry):
     assert len(trained) == (1 if "train" in new_entry else 0)
     others = {rule for rule, wc in jobs if "rm" not in wc}
     assert others == {"accuracy_table"}  # the table over all RMs, nothing else
+
+
+def test_family_grid_edit_reruns_only_the_family_job(scratch):
+    """One more value in the demo family's grid: its one job (training and scoring every member) and the
+    table that aggregates all RMs rerun; no single RM's job does."""
+    wd, cfg, _, _, _ = scratch
+    new_cfg = yaml.safe_load(yaml.safe_dump(cfg))
+    new_cfg["reward_models"]["heads"]["grid"]["train_pairs"].append(64)
+    path = wd / "family.yaml"
+    path.write_text(yaml.safe_dump(new_cfg))
+    jobs = _dry_run(wd, path)
+    assert sorted(rule for rule, _ in jobs) == ["accuracy_table", "rm_family_heads"], jobs
