@@ -43,7 +43,7 @@ MODULES = {
                    ["tests/test_comparison.py", "tests/test_verdict.py", "tests/test_wiring_values.py"]),
     "rankmetrics": ("src/prbench/analysis/rankmetrics.py",
                     ["tests/test_rankmetrics.py"]),
-    "curves": ("src/prbench/downstream/bon/curves.py", ["tests/test_bon.py", "tests/test_seeds.py"]),
+    "curves": ("src/prbench/downstream/bon/curves.py", ["tests/test_bon.py", "tests/test_bon_values.py"]),
     "official": ("src/prbench/scoring/official.py", ["tests/test_official.py", "tests/test_wiring_values.py"]),
     "replies": ("src/prbench/rms/replies.py", ["tests/test_rms_generative.py", "tests/test_rm_protocol.py"]),
     "inference": ("src/prbench/analysis/inference.py", ["tests/test_correlation_inference.py"]),
