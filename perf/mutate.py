@@ -40,7 +40,7 @@ MODULES = {
                 ["main", "size_grid", "_uncorrected_size", "power_rows", "rule_power", "draw_cell", "possible",
                  "_bisect", "spearman_to_pearson"]),
     "comparison": ("src/prbench/analysis/comparison.py",
-                   ["tests/test_comparison.py", "tests/test_verdict.py", "tests/test_wiring_values.py"]),
+                   ["tests/test_comparison.py", "tests/test_verdict.py"]),
     "rankmetrics": ("src/prbench/analysis/rankmetrics.py",
                     ["tests/test_rankmetrics.py"]),
     "curves": ("src/prbench/downstream/bon/curves.py", ["tests/test_bon.py", "tests/test_bon_values.py"]),

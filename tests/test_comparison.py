@@ -198,26 +198,57 @@ def test_no_downstream_measure_gives_an_empty_table(inputs):
     assert C.power_table(t, 10, 0.05, 0).empty
 
 
-def test_power_table_cells(table):
-    assert list(C.power_table(table, 0, 0.05, 0).columns) == C.POWER_COLUMNS
-    assert C.power_table(table, 0, 0.05, 0).empty
-    assert C.power_table(table[table["family"] == C.EXPLORATORY], 10, 0.05, 0).empty
+def test_power_table_cells():
+    """The real verdict.power_rows under a small comparisons table (one confirmatory cell, few simulations:
+    the wiring is tested here, the power in tests/test_verdict.py)."""
+    key = {"policy": "pol", "downstream": "bon", "estimator": "expected", "measure": "judge_score",
+           "benchmark_a": "personalized", "benchmark_b": "rb"}
+    t = pd.DataFrame([{**key, "k": 4, "family": C.CONFIRMATORY, "value_a": 0.5, "value_b": 0.3, "rho_ab": 0.4,
+                       "n_rms": 12, "diff": 0.2},
+                      {**key, "k": 2, "family": C.EXPLORATORY, "value_a": 0.1, "value_b": 0.2, "rho_ab": 0.4,
+                       "n_rms": 12, "diff": -0.1}])
+    assert list(C.power_table(t, 0, 0.05, 0).columns) == C.POWER_COLUMNS
+    assert C.power_table(t, 0, 0.05, 0).empty
+    assert C.power_table(t[t["family"] == C.EXPLORATORY], 10, 0.05, 0).empty
+    want = V.power_rows([{"center": 0.4, "rho_ab": 0.4, "n": 12, "diff": 0.2}], 2, 0.05, 1)
+    got = C.power_table(t, 2, 0.05, 1)
+    assert len(got) == len(want) == 5
+    for col, v in key.items():
+        assert (got[col] == v).all(), col
+    assert (got["k"] == 4).all() and str(got["k"].dtype) == "Int64"
+    for w, (_, g) in zip(want, got.iterrows()):
+        for col, v in w.items():
+            assert g[col] == pytest.approx(v, nan_ok=True) if isinstance(v, float) else g[col] == v, col
+
+
+def test_power_table_passes_each_cell_and_its_settings(table, monkeypatch):
+    """What power_table hands verdict.power_rows (recorded by a stand-in): one cell per confirmatory row,
+    centred on the mean of its two Spearman values, with its rho_ab, n and difference; n_sims, fdr, seed
+    and min_rms as given (one simulation is a simulation); each cell's rows back under its keys."""
+    calls = []
+
+    def stand_in(cells, n_sims, fdr, seed, min_rms=None):
+        calls.append((cells, n_sims, fdr, seed, min_rms))
+        return [{"quantity": q, "gap": 0.1 * j, "n_rms": 10 + j, "power": 0.5, "possible": True, "center": c["center"],
+                 "rho_ab": c["rho_ab"], "fdr": fdr, "family_size": len(cells), "target_power": 0.8, "n_sims": n_sims}
+                for j, c in enumerate(cells) for q in ("min_gap", "rms_needed")]
+
+    monkeypatch.setattr(V, "power_rows", stand_in)
     conf = table[table["family"] == C.CONFIRMATORY]
-    cells = [{"center": (r["value_a"] + r["value_b"]) / 2, "rho_ab": r["rho_ab"], "n": r["n_rms"], "diff": r["diff"]}
-             for _, r in conf.iterrows()]
-    want = V.power_rows(cells, 20, 0.05, 1)
-    got = C.power_table(table, 20, 0.05, 1)
-    assert len(got) == len(want) and len(want) % 4 == 0
-    per = len(want) // 4
+    got = C.power_table(table, 1, 0.1, 7, min_rms=5)
+    ((cells, n_sims, fdr, seed, min_rms),) = calls
+    assert (n_sims, fdr, seed, min_rms) == (1, 0.1, 7, 5)
+    assert len(cells) == len(conf) == 4
+    for c, (_, r) in zip(cells, conf.iterrows()):
+        assert c == {"center": pytest.approx((r["value_a"] + r["value_b"]) / 2), "rho_ab": r["rho_ab"],
+                     "n": r["n_rms"], "diff": r["diff"]}
+    assert len(got) == 8 and got["n_sims"].tolist() == [1] * 8
     for j, (_, r) in enumerate(conf.iterrows()):
-        part = got.iloc[j * per:(j + 1) * per]
-        for col in ("policy", "downstream", "estimator", "measure", "benchmark_a", "benchmark_b"):
-            assert (part[col] == r[col]).all(), col
-        assert (part["k"].fillna(-1) == (-1 if pd.isna(r["k"]) else r["k"])).all()
-        for w, (_, g) in zip(want[j * per:(j + 1) * per], part.iterrows()):
-            for key, v in w.items():
-                assert g[key] == pytest.approx(v, nan_ok=True) if isinstance(v, float) else g[key] == v, key
-    assert str(got["k"].dtype) == "Int64"
+        part = got.iloc[2 * j:2 * j + 2]
+        assert part["quantity"].tolist() == ["min_gap", "rms_needed"] and (part["n_rms"] == 10 + j).all()
+        assert (part["benchmark_b"] == r["benchmark_b"]).all() and (part["downstream"] == r["downstream"]).all()
+    C.power_table(table, 3, 0.05, 0)
+    assert calls[-1][1:] == (3, 0.05, 0, None)
 
 
 def test_best_without_one_rm_by_hand():
