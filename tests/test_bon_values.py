@@ -8,6 +8,7 @@ import logging
 import numpy as np
 import pandas as pd
 import pytest
+import test_bon
 
 from prbench.downstream import bon
 from prbench.io import write_jsonl
@@ -225,8 +226,10 @@ def test_curve_measures_values_auc_and_order(tmp_path):
     # one k: the area is the value itself; a k where every question is NaN stays
     one = bon.curve_measures("pol", "r", _curve_file(tmp_path, [4], [("q", "S", "expected", [0.25])]), replicate=2)
     assert one[one.measure == "auc_judge_score"]["value"].tolist() == [0.25] and (one["replicate"] == 2).all()
-    two = bon.curve_measures("pol", "r", _curve_file(tmp_path, [1, 4], [("q", "S", "expected", [0.25, np.nan])]))
-    assert len(two[(two.measure == "judge_score") & (two.k == 4)]) == 1
+    two = bon.curve_measures("pol", "r", _curve_file(tmp_path, [1, 4], [("q", "S", "expected", [0.25, np.nan]),
+                                                                      ("p", "S", "expected", [0.25, 0.75])]))
+    assert len(two[(two.measure == "judge_score") & (two.k == 4)]) == 2  # k = 4 kept though NaN for q
+    assert two[two.measure == "auc_judge_score"].set_index("question_id")["value"]["p"] == pytest.approx(0.5)
     (tmp_path / "short.csv").write_text("question_id,subset,estimator,k,judge_score\nq,S,expected,4,0.2\n")
     with pytest.raises(ValueError, match=r"short.csv: missing column\(s\) \['win_vs_random'\]$"):
         bon.curve_measures("pol", "r", tmp_path / "short.csv")
@@ -237,3 +240,28 @@ def test_curve_measures_values_auc_and_order(tmp_path):
     out = bon.write_bon_measures({("pol", "r"): path, ("pol", "s", 1): path}, tmp_path / "m.csv")
     assert sorted(set(zip(out["policy"], out["rm"], out["replicate"]))) == [("pol", "r", 0), ("pol", "s", 1)]
     assert list(out.index) == list(range(len(out)))
+
+
+def test_defaults_and_subset_seeds_on_a_larger_world():
+    """Seed 0 and 1000 resamples by default (bon_curves, bon_table, combine_sample_sets); a subset row of
+    combined sets resampled with its own seed. 12 questions: enough values that the seed moves the interval."""
+    sets = [_big_world(seed) for seed in (0, 1)]
+    ran = [bon.bon_curves(*w, [2], 4, "pol") for w in sets]
+    for w, (_, table) in zip(sets, ran):
+        pd.testing.assert_frame_equal(table, bon.bon_curves(*w, [2], 4, "pol", seed=0, n_boot=1000)[1])
+    assert not table["ci_low"].equals(bon.bon_curves(*sets[1], [2], 4, "pol", seed=1, n_boot=1000)[1]["ci_low"])
+    assert not table["ci_low"].equals(bon.bon_curves(*sets[1], [2], 4, "pol", seed=0, n_boot=1001)[1]["ci_low"])
+    set_curves, set_tables = [c for c, _ in ran], [t for _, t in ran]
+    pd.testing.assert_frame_equal(bon.curves.combine_sample_sets("pol", set_curves, set_tables),
+                                  bon.curves.combine_sample_sets("pol", set_curves, set_tables, seed=0, n_boot=1000))
+    both = bon.curves.combine_sample_sets("pol", set_curves, set_tables, seed=3, n_boot=50)
+    row = both[(both.rm == "good") & (both.estimator == "expected") & (both.subset == "S1")].iloc[0]
+    per = [c["good"][(c["good"].estimator == "expected") & (c["good"].subset == "S1")].set_index("question_id")
+           for c in set_curves]
+    js = pd.concat([p["judge_score"] for p in per], axis=1).mean(axis=1)
+    assert (row["mean"], row["ci_low"], row["ci_high"]) == pytest.approx(_boot(js, 50, 3, "pol", "S1"))
+
+
+def _big_world(seed):
+    samples, judged, rms = test_bon._world(n_q=12, n=4, seed=seed)
+    return samples, judged, {"good": rms["good"]}
