@@ -159,7 +159,7 @@ def test_exploratory_rows_have_their_own_bh(inputs, table):
     assert 0 < ok.sum() < len(p)  # the two-RM measure has no p
     np.testing.assert_allclose(ex["q"].to_numpy(float)[ok], stats.false_discovery_control(p[ok], method="bh"))
     assert np.isnan(ex["q"].to_numpy(float)[~ok]).all()
-    assert (ex["family_size"] == ok.sum()).all() and str(table["family_size"].dtype) == "Int64"
+    assert ex["family_size"].tolist() == [ok.sum()] * len(ex) and str(table["family_size"].dtype) == "Int64"
     # every finite row's inference is inference.compare's on the kept RMs, the swap test seeded by n
     pers = bench[0].point
     row = ex[(ex["benchmark_b"] == "plain") & (ex["downstream"] == "ppo") & (ex["coefficient"] == "pearson")].iloc[0]
@@ -190,6 +190,28 @@ def test_a_declared_family_narrows_the_confirmatory_rows(inputs):
     assert (t2.loc[t2["family"] == C.CONFIRMATORY, "verdict"] == V.CANNOT).all()
 
 
+def test_without_signals_each_methods_first_judge_score_cell_is_its_headline(inputs):
+    bench, down = inputs
+    t = C.compare_benchmarks(bench, down, COEFS, n_boot=B, n_perm=0, ci=0.9, seed=3, fdr=0.05, min_rms=None,
+                             signals=None)
+    head = t[t["headline"] & (t["coefficient"] == "spearman")]
+    assert sorted(set(zip(head["downstream"], head["measure"], head["k"].fillna(0).astype(int)))) == [
+        ("bon", "judge_score", 2), ("ppo", "judge_score", 0)]
+
+
+def test_declared_family_entries_with_a_policy_and_their_union():
+    t = pd.DataFrame({"coefficient": ["spearman"] * 4 + ["pearson"], "headline": [True] * 5,
+                      "downstream": ["bon", "bon", "ppo", "ppo", "bon"], "benchmark_b": ["rb"] * 5,
+                      "policy": ["p1", "p2", "p1", "p2", "p2"]})
+    assert C.confirmatory_mask(t, [{"downstream": "bon", "baseline": "rb", "policy": "p2"}]).tolist() == [
+        False, True, False, False, False]
+    assert C.confirmatory_mask(t, [{"downstream": "bon", "baseline": "rb", "policy": "p2"},
+                                   {"downstream": "ppo", "baseline": "rb", "policy": None}]).tolist() == [
+        False, True, True, True, False]
+    with pytest.raises(ValueError, match="matches no headline cell"):
+        C.confirmatory_mask(t, [{"downstream": "ppo", "baseline": "rb", "policy": "p3"}])
+
+
 def test_no_downstream_measure_gives_an_empty_table(inputs):
     bench, _ = inputs
     t = C.compare_benchmarks(bench, [], COEFS, n_boot=B, n_perm=20, ci=0.9, seed=3, fdr=0.05, min_rms=None,
@@ -212,7 +234,7 @@ def test_power_table_cells():
     assert C.power_table(t[t["family"] == C.EXPLORATORY], 10, 0.05, 0).empty
     want = V.power_rows([{"center": 0.4, "rho_ab": 0.4, "n": 12, "diff": 0.2}], 2, 0.05, 1)
     got = C.power_table(t, 2, 0.05, 1)
-    assert len(got) == len(want) == 5
+    assert len(got) == len(want) == 5 and list(got.columns) == C.POWER_COLUMNS
     for col, v in key.items():
         assert (got[col] == v).all(), col
     assert (got["k"] == 4).all() and str(got["k"].dtype) == "Int64"
