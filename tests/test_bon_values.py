@@ -230,6 +230,9 @@ def test_curve_measures_values_auc_and_order(tmp_path):
                                                                       ("p", "S", "expected", [0.25, 0.75])]))
     assert len(two[(two.measure == "judge_score") & (two.k == 4)]) == 2  # k = 4 kept though NaN for q
     assert two[two.measure == "auc_judge_score"].set_index("question_id")["value"]["p"] == pytest.approx(0.5)
+    nan_k = bon.curve_measures("pol", "r", _curve_file(tmp_path, [1, 4, 8],
+                                                       [("q", "S", "expected", [0.25, np.nan, 0.5])]))
+    assert nan_k[nan_k.measure == "judge_score"]["k"].tolist() == [1, 4, 8]  # a k NaN for every question stays
     (tmp_path / "short.csv").write_text("question_id,subset,estimator,k,judge_score\nq,S,expected,4,0.2\n")
     with pytest.raises(ValueError, match=r"short.csv: missing column\(s\) \['win_vs_random'\]$"):
         bon.curve_measures("pol", "r", tmp_path / "short.csv")
@@ -242,7 +245,7 @@ def test_curve_measures_values_auc_and_order(tmp_path):
     assert list(out.index) == list(range(len(out)))
 
 
-def test_defaults_and_subset_seeds_on_a_larger_world():
+def test_defaults_and_subset_seeds_on_a_larger_world(tmp_path):
     """Seed 0 and 1000 resamples by default (bon_curves, bon_table, combine_sample_sets); a subset row of
     combined sets resampled with its own seed. 12 questions: enough values that the seed moves the interval."""
     sets = [_big_world(seed) for seed in (0, 1)]
@@ -251,6 +254,8 @@ def test_defaults_and_subset_seeds_on_a_larger_world():
         pd.testing.assert_frame_equal(table, bon.bon_curves(*w, [2], 4, "pol", seed=0, n_boot=1000)[1])
     assert not table["ci_low"].equals(bon.bon_curves(*sets[1], [2], 4, "pol", seed=1, n_boot=1000)[1]["ci_low"])
     assert not table["ci_low"].equals(bon.bon_curves(*sets[1], [2], 4, "pol", seed=0, n_boot=1001)[1]["ci_low"])
+    paths = _write(tmp_path, "big", sets[0])
+    pd.testing.assert_frame_equal(bon.bon_table({"pol": paths}, tmp_path / "d.csv", ks=[2], n=4), ran[0][1])
     set_curves, set_tables = [c for c, _ in ran], [t for _, t in ran]
     pd.testing.assert_frame_equal(bon.curves.combine_sample_sets("pol", set_curves, set_tables),
                                   bon.curves.combine_sample_sets("pol", set_curves, set_tables, seed=0, n_boot=1000))
