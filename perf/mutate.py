@@ -3,14 +3,16 @@
 mutmut reads its settings from ./pyproject.toml only and mutates everything under its source paths,
 so each module runs in its own work folder, .mutate/<module>/: links to src/, tests/ and the data
 folders the tests read, and a pyproject.toml that is the project's plus a [tool.mutmut] section
-naming that one module and its own test files (`-m "not slow"`). mutmut copies them into
+naming that one module and its fast targeted tests (files or test ids, `-m "not slow"`; MODULES
+below says which and why). mutmut copies them into
 .mutate/<module>/mutants/ and runs the tests there; the repository's files are never edited.
 
     python perf/mutate.py                 # every module, one after the other
     python perf/mutate.py verdict curves  # some
     python perf/mutate.py --survivors comparison   # list a finished run's surviving mutants
 
-Prints killed/total per module and writes .mutate/summary.json. Not part of CI (minutes per module).
+Prints killed/total per module and writes .mutate/summary.json. Not part of CI (all modules: about
+16 minutes on 2 cores at nice 19 beside other jobs, perf/README.md).
 """
 
 from __future__ import annotations
@@ -32,21 +34,42 @@ WORK = ROOT / ".mutate"
 DATA = ["configs", "schemas", "rules", "Snakefile", "config.yaml", "docs", "profiles", "envs", "workflow_scripts",
         "report", "README.md", "CHANGELOG.md", "Makefile"]
 
-# module name -> (source file, its own fast test files[, functions left unmutated])
+# module name -> (source file, its own fast test files or test ids[, functions left unmutated]).
+# mutmut reruns a test's fixtures for every mutant the test reaches, so each module gets the fast tests
+# that target it: tests whose fixtures train tiny LMs (test_rms_generative, test_rm_protocol) or build
+# whole correlation worlds (test_correlation_inference's `opposed`/`saved`, test_wiring_values) are
+# left out; perf/README.md, "Mutation score", lists what that leaves unmutated or untested.
+_VERDICT_FAST = ["test_decision_test_matches_its_formula", "test_forty_rms_clear_gap_is_personalized",
+                 "test_forty_rms_no_gap_is_undecided", "test_under_the_floor_cannot_decide_and_says_so",
+                 "test_too_few_rms_cannot_decide_and_min_rms_adds_a_requirement", "test_constant_side_is_undefined",
+                 "test_family_bh_and_intervals_agree", "test_confirmatory_mask_default_declared_and_unknown"]
+_INFERENCE_FAST = ["test_williams_reproduces_steiger_case_a", "test_williams_separated_from_its_neighbours",
+                   "test_exact_null_matches_scipy_permutation_test", "test_ndcg_null_mean_closed_form",
+                   "test_monte_carlo_null_when_n_is_large", "test_swap_permutation_matches_scipy_paired_samples",
+                   "test_pearson_and_leave_one_out_match_scipy", "test_joint_bootstrap_ci_recomputed_by_a_loop",
+                   "test_bh_qvalues_match_scipy_and_statsmodels", "test_exact_permutations_cover_every_ranking",
+                   "test_best_benchmark_without_each_rm_matches_a_scipy_loop"]
 MODULES = {
     # the power simulation (rule_power, power_rows and their helpers) and the size study (main,
     # size_grid) are tested by the slow tests only (minutes each): not mutated, see perf/README.md
-    "verdict": ("src/prbench/analysis/verdict.py", ["tests/test_verdict.py"],
+    "verdict": ("src/prbench/analysis/verdict.py", [f"tests/test_verdict.py::{t}" for t in _VERDICT_FAST],
                 ["main", "size_grid", "_uncorrected_size", "power_rows", "rule_power", "draw_cell", "possible",
                  "_bisect", "spearman_to_pearson"]),
     "comparison": ("src/prbench/analysis/comparison.py",
-                   ["tests/test_comparison.py", "tests/test_verdict.py", "tests/test_wiring_values.py"]),
-    "rankmetrics": ("src/prbench/analysis/rankmetrics.py",
-                    ["tests/test_rankmetrics.py", "tests/test_correlation_inference.py"]),
-    "curves": ("src/prbench/downstream/bon/curves.py", ["tests/test_bon.py", "tests/test_seeds.py"]),
-    "official": ("src/prbench/scoring/official.py", ["tests/test_official.py", "tests/test_wiring_values.py"]),
-    "replies": ("src/prbench/rms/replies.py", ["tests/test_rms_generative.py", "tests/test_rm_protocol.py"]),
-    "inference": ("src/prbench/analysis/inference.py", ["tests/test_correlation_inference.py"]),
+                   ["tests/test_comparison.py",
+                    "tests/test_verdict.py::test_confirmatory_mask_default_declared_and_unknown"]),
+    "rankmetrics": ("src/prbench/analysis/rankmetrics.py", ["tests/test_rankmetrics.py"]),
+    "curves": ("src/prbench/downstream/bon/curves.py", ["tests/test_bon.py", "tests/test_bon_values.py"]),
+    "official": ("src/prbench/scoring/official.py",
+                 ["tests/test_official.py", "tests/test_wiring_values.py::test_baseline_headline_is_its_official_score",
+                  "tests/test_wiring_values.py::test_benchmark_scores_are_mean_credit_with_half_for_ties"]),
+    "replies": ("src/prbench/rms/replies.py",
+                ["tests/test_rms_generative.py::test_parsers"] + [
+                    f"tests/test_rm_protocol.py::{t}" for t in (
+                        "test_first_result_parse_is_the_authors_rule", "test_the_two_parsers_differ_where_the_rules_do",
+                        "test_unit_score_parse", "test_unit_score_parsers_project_and_authors")]),
+    "inference": ("src/prbench/analysis/inference.py",
+                  [f"tests/test_correlation_inference.py::{t}" for t in _INFERENCE_FAST]),
 }
 
 

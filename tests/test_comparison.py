@@ -159,7 +159,7 @@ def test_exploratory_rows_have_their_own_bh(inputs, table):
     assert 0 < ok.sum() < len(p)  # the two-RM measure has no p
     np.testing.assert_allclose(ex["q"].to_numpy(float)[ok], stats.false_discovery_control(p[ok], method="bh"))
     assert np.isnan(ex["q"].to_numpy(float)[~ok]).all()
-    assert (ex["family_size"] == ok.sum()).all() and str(table["family_size"].dtype) == "Int64"
+    assert ex["family_size"].tolist() == [ok.sum()] * len(ex) and str(table["family_size"].dtype) == "Int64"
     # every finite row's inference is inference.compare's on the kept RMs, the swap test seeded by n
     pers = bench[0].point
     row = ex[(ex["benchmark_b"] == "plain") & (ex["downstream"] == "ppo") & (ex["coefficient"] == "pearson")].iloc[0]
@@ -190,6 +190,28 @@ def test_a_declared_family_narrows_the_confirmatory_rows(inputs):
     assert (t2.loc[t2["family"] == C.CONFIRMATORY, "verdict"] == V.CANNOT).all()
 
 
+def test_without_signals_each_methods_first_judge_score_cell_is_its_headline(inputs):
+    bench, down = inputs
+    t = C.compare_benchmarks(bench, down, COEFS, n_boot=B, n_perm=0, ci=0.9, seed=3, fdr=0.05, min_rms=None,
+                             signals=None)
+    head = t[t["headline"] & (t["coefficient"] == "spearman")]
+    assert sorted(set(zip(head["downstream"], head["measure"], head["k"].fillna(0).astype(int)))) == [
+        ("bon", "judge_score", 2), ("ppo", "judge_score", 0)]
+
+
+def test_declared_family_entries_with_a_policy_and_their_union():
+    t = pd.DataFrame({"coefficient": ["spearman"] * 4 + ["pearson"], "headline": [True] * 5,
+                      "downstream": ["bon", "bon", "ppo", "ppo", "bon"], "benchmark_b": ["rb"] * 5,
+                      "policy": ["p1", "p2", "p1", "p2", "p2"]})
+    assert C.confirmatory_mask(t, [{"downstream": "bon", "baseline": "rb", "policy": "p2"}]).tolist() == [
+        False, True, False, False, False]
+    assert C.confirmatory_mask(t, [{"downstream": "bon", "baseline": "rb", "policy": "p2"},
+                                   {"downstream": "ppo", "baseline": "rb", "policy": None}]).tolist() == [
+        False, True, True, True, False]
+    with pytest.raises(ValueError, match="matches no headline cell"):
+        C.confirmatory_mask(t, [{"downstream": "ppo", "baseline": "rb", "policy": "p3"}])
+
+
 def test_no_downstream_measure_gives_an_empty_table(inputs):
     bench, _ = inputs
     t = C.compare_benchmarks(bench, [], COEFS, n_boot=B, n_perm=20, ci=0.9, seed=3, fdr=0.05, min_rms=None,
@@ -198,26 +220,57 @@ def test_no_downstream_measure_gives_an_empty_table(inputs):
     assert C.power_table(t, 10, 0.05, 0).empty
 
 
-def test_power_table_cells(table):
-    assert list(C.power_table(table, 0, 0.05, 0).columns) == C.POWER_COLUMNS
-    assert C.power_table(table, 0, 0.05, 0).empty
-    assert C.power_table(table[table["family"] == C.EXPLORATORY], 10, 0.05, 0).empty
+def test_power_table_cells():
+    """The real verdict.power_rows under a small comparisons table (one confirmatory cell, few simulations:
+    the wiring is tested here, the power in tests/test_verdict.py)."""
+    key = {"policy": "pol", "downstream": "bon", "estimator": "expected", "measure": "judge_score",
+           "benchmark_a": "personalized", "benchmark_b": "rb"}
+    t = pd.DataFrame([{**key, "k": 4, "family": C.CONFIRMATORY, "value_a": 0.5, "value_b": 0.3, "rho_ab": 0.4,
+                       "n_rms": 12, "diff": 0.2},
+                      {**key, "k": 2, "family": C.EXPLORATORY, "value_a": 0.1, "value_b": 0.2, "rho_ab": 0.4,
+                       "n_rms": 12, "diff": -0.1}])
+    assert list(C.power_table(t, 0, 0.05, 0).columns) == C.POWER_COLUMNS
+    assert C.power_table(t, 0, 0.05, 0).empty
+    assert C.power_table(t[t["family"] == C.EXPLORATORY], 10, 0.05, 0).empty
+    want = V.power_rows([{"center": 0.4, "rho_ab": 0.4, "n": 12, "diff": 0.2}], 2, 0.05, 1)
+    got = C.power_table(t, 2, 0.05, 1)
+    assert len(got) == len(want) == 5 and list(got.columns) == C.POWER_COLUMNS
+    for col, v in key.items():
+        assert (got[col] == v).all(), col
+    assert (got["k"] == 4).all() and str(got["k"].dtype) == "Int64"
+    for w, (_, g) in zip(want, got.iterrows()):
+        for col, v in w.items():
+            assert g[col] == pytest.approx(v, nan_ok=True) if isinstance(v, float) else g[col] == v, col
+
+
+def test_power_table_passes_each_cell_and_its_settings(table, monkeypatch):
+    """What power_table hands verdict.power_rows (recorded by a stand-in): one cell per confirmatory row,
+    centred on the mean of its two Spearman values, with its rho_ab, n and difference; n_sims, fdr, seed
+    and min_rms as given (one simulation is a simulation); each cell's rows back under its keys."""
+    calls = []
+
+    def stand_in(cells, n_sims, fdr, seed, min_rms=None):
+        calls.append((cells, n_sims, fdr, seed, min_rms))
+        return [{"quantity": q, "gap": 0.1 * j, "n_rms": 10 + j, "power": 0.5, "possible": True, "center": c["center"],
+                 "rho_ab": c["rho_ab"], "fdr": fdr, "family_size": len(cells), "target_power": 0.8, "n_sims": n_sims}
+                for j, c in enumerate(cells) for q in ("min_gap", "rms_needed")]
+
+    monkeypatch.setattr(V, "power_rows", stand_in)
     conf = table[table["family"] == C.CONFIRMATORY]
-    cells = [{"center": (r["value_a"] + r["value_b"]) / 2, "rho_ab": r["rho_ab"], "n": r["n_rms"], "diff": r["diff"]}
-             for _, r in conf.iterrows()]
-    want = V.power_rows(cells, 20, 0.05, 1)
-    got = C.power_table(table, 20, 0.05, 1)
-    assert len(got) == len(want) and len(want) % 4 == 0
-    per = len(want) // 4
+    got = C.power_table(table, 1, 0.1, 7, min_rms=5)
+    ((cells, n_sims, fdr, seed, min_rms),) = calls
+    assert (n_sims, fdr, seed, min_rms) == (1, 0.1, 7, 5)
+    assert len(cells) == len(conf) == 4
+    for c, (_, r) in zip(cells, conf.iterrows()):
+        assert c == {"center": pytest.approx((r["value_a"] + r["value_b"]) / 2), "rho_ab": r["rho_ab"],
+                     "n": r["n_rms"], "diff": r["diff"]}
+    assert len(got) == 8 and got["n_sims"].tolist() == [1] * 8
     for j, (_, r) in enumerate(conf.iterrows()):
-        part = got.iloc[j * per:(j + 1) * per]
-        for col in ("policy", "downstream", "estimator", "measure", "benchmark_a", "benchmark_b"):
-            assert (part[col] == r[col]).all(), col
-        assert (part["k"].fillna(-1) == (-1 if pd.isna(r["k"]) else r["k"])).all()
-        for w, (_, g) in zip(want[j * per:(j + 1) * per], part.iterrows()):
-            for key, v in w.items():
-                assert g[key] == pytest.approx(v, nan_ok=True) if isinstance(v, float) else g[key] == v, key
-    assert str(got["k"].dtype) == "Int64"
+        part = got.iloc[2 * j:2 * j + 2]
+        assert part["quantity"].tolist() == ["min_gap", "rms_needed"] and (part["n_rms"] == 10 + j).all()
+        assert (part["benchmark_b"] == r["benchmark_b"]).all() and (part["downstream"] == r["downstream"]).all()
+    C.power_table(table, 3, 0.05, 0)
+    assert calls[-1][1:] == (3, 0.05, 0, None)
 
 
 def test_best_without_one_rm_by_hand():

@@ -1,5 +1,7 @@
 """Rank-agreement coefficients: scipy agreement, hand-computed NDCG, RBO reference values."""
+import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -194,3 +196,108 @@ def test_permutation_pvalue_exact_and_seeded():
     assert rk.permutation_pvalue(a, b, lambda x, y: 1.0 if np.ndim(y) == 1 else np.zeros(len(y)),
                                  n_perm=500, seed=7) == pytest.approx(1 / 501)
     assert math.isnan(rk.permutation_pvalue(x, x, rk.spearman, n_perm=0, seed=0))
+
+
+# ---- edges: the shapes, NaN / constant rows, messages and boundaries the coefficients promise -------------
+FIVE = {"spearman": rk.spearman, "kendall_tau_b": rk.kendall_tau_b, "weighted_tau": rk.weighted_tau,
+        "ndcg": rk.ndcg, "rbo": rk.rbo_scores}
+
+
+def test_average_ranks_match_scipy_rankdata_in_any_batch_shape():
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 4, (2, 3, 7)).astype(float)
+    np.testing.assert_array_equal(rk.average_ranks(a), stats.rankdata(a, method="average", axis=-1))
+    np.testing.assert_array_equal(rk.average_ranks([3, 1, 3, 2]), [3.5, 1.0, 3.5, 2.0])
+
+
+@pytest.mark.parametrize("name", list(FIVE))
+def test_batches_of_any_shape_with_nan_and_constant_rows_equal_one_by_one(name):
+    """(..., n) arrays row-wise: a (2, 3, 7) batch whose rows include NaN on either side and constant
+    sides equals the rows scored one at a time; those rows are NaN, the others finite."""
+    fn = FIVE[name]
+    rng = np.random.default_rng(8)
+    x = rng.integers(0, 4, (2, 3, 7)).astype(float)
+    y = rng.normal(size=(2, 3, 7))
+    x[0, 1, 2] = np.nan   # NaN on the x side
+    y[1, 0, 5] = np.nan   # NaN on the y side
+    x[1, 2] = 2.0         # constant x
+    y[0, 2] = -1.0        # constant y
+    bad = {(0, 1), (1, 0), (1, 2), (0, 2)}
+    batch = fn(x, y)
+    assert batch.shape == (2, 3)
+    for i, j in itertools.product(range(2), range(3)):
+        single = fn(x[i, j], y[i, j])
+        assert isinstance(single, float)
+        if (i, j) in bad:
+            assert np.isnan(batch[i, j]) and np.isnan(single), (i, j)
+        else:
+            assert batch[i, j] == pytest.approx(single, abs=1e-12) and np.isfinite(single), (i, j)
+    if name in ("spearman", "kendall_tau_b", "weighted_tau"):
+        ref = {"spearman": stats.spearmanr, "kendall_tau_b": stats.kendalltau, "weighted_tau": stats.weightedtau}
+        assert batch[1, 1] == pytest.approx(ref[name](x[1, 1], y[1, 1]).statistic, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", list(FIVE))
+def test_constant_sides_are_nan_without_a_warning(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(FIVE[name]([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]))
+        assert np.isnan(FIVE[name]([1.0, 2.0, 3.0], [4.0, 4.0, 4.0]))
+
+
+def test_snap_rounds_to_twelve_significant_digits():
+    got = rk.snap([1 / 3, 2 / 3, 12345.678901234567, -0.000123456789012345, 0.0, np.inf, np.nan])
+    want = [0.333333333333, 0.666666666667, 12345.6789012, -0.000123456789012, 0.0, np.inf, np.nan]
+    np.testing.assert_array_equal(got, want)
+    assert rk.snap(np.array([3, 1])).dtype == np.float64
+    assert rk.spearman([0.1 + 0.2, 0.3, 1.0], [1.0, 2.0, 3.0]) == pytest.approx(stats.spearmanr([1, 1, 2], [1, 2, 3])
+                                                                                 .statistic, abs=1e-12)
+
+
+def test_two_items_and_bad_arguments():
+    # two RMs: every coefficient is defined (scipy agrees for the taus)
+    assert rk.kendall_tau_b([1.0, 2.0], [3.0, 4.0]) == 1.0 == stats.kendalltau([1, 2], [3, 4]).statistic
+    assert rk.spearman([1.0, 2.0], [4.0, 3.0]) == -1.0
+    with pytest.raises(ValueError, match=r"differ in shape: \(3,\) vs \(2,\)"):
+        rk.spearman([1, 2, 3], [1, 2])
+    with pytest.raises(ValueError, match="^need at least one item per row$"):
+        rk.kendall_tau_b(1.0, 2.0)
+    with pytest.raises(ValueError, match="persistence"):
+        rk.rbo_scores([1, 2, 3], [1, 2, 3], p=0.0)
+    with pytest.raises(ValueError, match="^a ranking lists the same item twice$"):
+        rk.rbo_ext(["a", "b", "a"], ["a", "b"])
+    with pytest.raises(ValueError, match="^RBO of an empty ranking is undefined$"):
+        rk.rbo_ext([], ["a"])
+
+
+def test_ndcg_boundaries():
+    # one relevant item: ideal DCG is exactly 1 (gain 1 at the top); ranked last of 3 it earns 1/log2(4)
+    assert rk.ndcg([3, 2, 1], [1, 0, 0]) == 1.0
+    assert rk.ndcg([1, 2, 3], [1, 0, 0]) == pytest.approx(0.5, abs=1e-15)
+    # a perfect order is exactly 1 (the tie-aware DCG sums the discounts differently and rounds to 1 + 2e-16)
+    assert rk.ndcg([5, 4, 3, 2, 1], [5, 4, 3, 2, 1]) == 1.0
+
+
+def test_rbo_ext_short_lists_by_eq_32():
+    # Webber et al. eq. 32 with s = 1, l = 2 by hand: S = [a], L = [a, b]: X_1 = X_2 = 1,
+    # (1-p)/p (p + p^2/2 + p^2/2) + p^2 = 1; L = [b, a]: X_1 = 0, X_2 = 1: (1-p)/p (p^2/2) + p^2/2 = p/2
+    assert rk.rbo_ext(["a"], ["a", "b"], p=0.9) == pytest.approx(1.0, abs=1e-12)
+    assert rk.rbo_ext(["a"], ["b", "a"], p=0.9) == pytest.approx(0.45, abs=1e-12)
+    assert rk.rbo_ext([1, 2, 3, 4, 5], [2, 3, 4, 1, 5]) == pytest.approx(0.828, abs=1e-12)  # p = 0.9 by default
+    # items of any hashable type, tie groups mixing them: only the ranking counts
+    mixed = rk.rbo_ext([{1, "b"}, 2.5, "c"], ["c", {2.5, 1}, "b"], p=0.8, ties="a")
+    named = rk.rbo_ext([{"i1", "b"}, "i2.5", "c"], ["c", {"i2.5", "i1"}, "b"], p=0.8, ties="a")
+    assert mixed == pytest.approx(named, abs=1e-15)
+
+
+def test_permutation_pvalue_edges():
+    x = np.arange(3.0)
+    # 3! = 6 = n_perm: exact enumeration; |rho| = 1 for the identity and the reversal
+    assert rk.permutation_pvalue(x, x, rk.spearman, n_perm=6, seed=0) == pytest.approx(2 / 6, abs=1e-15)
+    # two items: both orders reach |rho| = 1
+    assert rk.permutation_pvalue(x[:2], x[:2], rk.spearman, n_perm=10, seed=0) == 1.0
+    # one draw (3! > 1): p = (1 + hits) / 2 with every |T*| = |T| here
+    const = lambda a, b: 1.0 if np.ndim(b) == 1 else np.ones(len(b))  # noqa: E731
+    assert rk.permutation_pvalue(x, x, const, n_perm=1, seed=0) == 1.0
+    # the statistic undefined (a constant side): no p
+    assert math.isnan(rk.permutation_pvalue(x, np.ones(3), rk.spearman, n_perm=100, seed=0))
