@@ -103,3 +103,20 @@ def dry_run(*args: str | Path, targets: Sequence[str | Path] = (), snakefile: Pa
     if "Nothing to be done" in out:
         assert not jobs, out[-6000:]
     return DryRun(out, jobs)
+
+
+def config_rms(cfg: dict) -> list[str]:
+    """The RMs a config runs, in its order: its RM families expanded into their members (prbench.rms.family)."""
+    import copy
+
+    from prbench.rms.family import expand_families
+
+    cfg = copy.deepcopy(cfg)
+    expand_families(cfg)
+    return list(cfg["reward_models"])
+
+
+def method_rms(cfg: dict, method: str) -> list[str]:
+    """The RMs a trained-policy method (ppo, grpo) runs with: `<method>.rms`, else every RM."""
+    chosen = (cfg.get(method) or {}).get("rms")
+    return [r for r in config_rms(cfg) if chosen is None or r in chosen]

@@ -19,7 +19,7 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-from helpers import REPO, SNAKEFILE, snakemake, snakemake_env
+from helpers import REPO, SNAKEFILE, config_rms, method_rms, snakemake, snakemake_env
 from report_browser import check_report, chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.dag]
@@ -43,7 +43,7 @@ def runs(test_config_run):
 def test_all_outputs(runs):
     workdir, _ = runs
     cfg = yaml.safe_load(CONFIG.read_text())
-    rms = set(cfg["reward_models"])
+    rms = set(config_rms(cfg))
     acc = pd.read_csv(workdir / "results/tables/benchmark_accuracy.csv")
     assert set(acc["rm"]) == rms
     assert {"personalized", *cfg["data"]["baselines"]} <= set(acc["benchmark"])
@@ -57,9 +57,10 @@ def test_all_outputs(runs):
     assert rms <= set(bon["rm"])
     assert set(bon["k"]) == set(cfg["bon"]["ks"])
     ppo = pd.read_csv(workdir / "results/tables/ppo.csv")
-    assert set(ppo["rm"]) == rms
+    assert set(ppo["rm"]) == set(method_rms(cfg, "ppo")) < rms  # ppo.rms: one family member does BoN only
     grpo = pd.read_csv(workdir / "results/tables/grpo.csv")
-    assert set(grpo["rm"]) == rms
+    assert set(grpo["rm"]) == set(method_rms(cfg, "grpo"))
+    assert any(r.startswith("heads_") for r in set(ppo["rm"]) & set(grpo["rm"]))  # a frozen-head reward trained
     for table in (ppo, grpo):  # the paired difference to the base policy on every row
         assert {"diff_base", "diff_ci_low", "diff_ci_high", "reward_rise"} <= set(table.columns)
         assert table["diff_base"].notna().all()
@@ -86,7 +87,7 @@ def test_headline_values_recomputed(runs):
 
     workdir, _ = runs
     cfg = yaml.safe_load(CONFIG.read_text())
-    rms = sorted(cfg["reward_models"])
+    rms = sorted(config_rms(cfg))
     (baseline,) = cfg["data"]["baselines"]
     assert cfg["data"]["baselines"][baseline]["kind"] == "rewardbench"
     # every row is checked: a finite coefficient against scipy, a constant side (configs/test.yaml's tiny
@@ -127,7 +128,7 @@ def test_report_in_browser(runs, tmp_path):
         assert rc == 0, out[-3000:]
     seen = check_report(report, tmp_path / "report.png", exe=exe)
     assert seen["errors"] == [], seen["errors"]
-    rms = list(yaml.safe_load(CONFIG.read_text())["reward_models"])
+    rms = config_rms(yaml.safe_load(CONFIG.read_text()))
     board = seen["leaderboard"]
     assert sorted(row[1] for row in board["rows"]) == sorted(rms)
     assert board["head"][:3] == ["rank", "RM", "personalized"]

@@ -2,7 +2,7 @@
 downstream contract's table and the analysis; with grpo.enabled false no GRPO job exists."""
 import pytest
 import yaml
-from helpers import REPO, dry_run
+from helpers import REPO, dry_run, method_rms
 
 pytestmark = pytest.mark.dag
 
@@ -16,9 +16,10 @@ def _jobs(workdir, cfg: dict) -> list[tuple[str, dict, str]]:
 
 @pytest.mark.parametrize("name", ["demo", "test"])
 def test_config_runs_grpo_for_every_rm(tmp_path, name):
+    """GRPO for every RM of grpo.rms (every RM when null)."""
     cfg = yaml.safe_load((REPO / "configs" / f"{name}.yaml").read_text())
     jobs = _jobs(tmp_path, cfg)
-    runs = {(p, r) for p in cfg["policies"] for r in cfg["reward_models"]}
+    runs = {(p, r) for p in cfg["policies"] for r in method_rms(cfg, "grpo")}
     trained = {(wc["policy"], wc["rm"]) for rule, wc, _ in jobs if rule == "train_grpo"}
     assert trained == runs
     evaluated = {(wc["policy"], wc["rm"]) for rule, wc, _ in jobs if rule == "eval_policy" and wc["method"] == "grpo"}

@@ -14,7 +14,7 @@ import shutil
 import pandas as pd
 import pytest
 import yaml
-from helpers import REPO, SNAKEFILE, snakemake, snakemake_env
+from helpers import REPO, SNAKEFILE, config_rms, method_rms, snakemake, snakemake_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.dag]
 
@@ -57,6 +57,9 @@ def partial_run(test_config_run, tmp_path_factory):
     (folder / "model.safetensors").write_bytes(b"\x00corrupt" * 64)
     cfg = yaml.safe_load((REPO / "configs/test.yaml").read_text())
     cfg["reward_models"][BROKEN] = {"kind": "classifier", "use_profile": True, "path": "broken_model"}
+    for method in ("ppo", "grpo"):  # the broken RM trains a policy too
+        if cfg[method].get("rms") is not None:
+            cfg[method]["rms"] = [*cfg[method]["rms"], BROKEN]
     config = work / "config.broken.yaml"
     config.write_text(yaml.safe_dump(cfg, sort_keys=False))
     rc, out = _run(work, config, "--keep-going")
@@ -79,9 +82,11 @@ def test_partial_run_exits_nonzero_and_names_the_missing_rm(partial_run):
 
 def test_partial_outputs_cover_the_other_rms(partial_run):
     work, *_ = partial_run
-    rms = list(yaml.safe_load((REPO / "configs/test.yaml").read_text())["reward_models"])
-    for table in ["benchmark_accuracy.csv", "ppo.csv", "grpo.csv"]:
-        assert set(pd.read_csv(work / "results/tables" / table)["rm"]) == set(rms), table
+    cfg = yaml.safe_load((REPO / "configs/test.yaml").read_text())
+    rms = config_rms(cfg)
+    assert set(pd.read_csv(work / "results/tables/benchmark_accuracy.csv")["rm"]) == set(rms)
+    for method in ("ppo", "grpo"):
+        assert set(pd.read_csv(work / "results/tables" / f"{method}.csv")["rm"]) == set(method_rms(cfg, method))
     assert set(rms) <= set(pd.read_csv(work / "results/tables/bon.csv")["rm"])
     assert BROKEN not in set(pd.read_csv(work / "results/tables/bon.csv")["rm"])
     summary = (work / "results/tables/correlation_summary.md").read_text()
