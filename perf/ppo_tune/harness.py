@@ -32,6 +32,45 @@ def cpu():
 c0, t0 = cpu(), time.time()
 snap = int(os.environ.get("SNAP", "0"))
 cbs = []
+if os.environ.get("ORACLE"):
+    import numpy as np
+
+    from prbench.downstream import reward_adapter as RA
+    from prbench.judge import JudgeItem, load_judge
+
+    _asp = {}
+    for sub in ("Art_and_Entertainment", "Lifestyle_and_Personal_Development", "Society_and_Culture"):
+        for line in open(f"results/demo/raw/personalized/{sub}/train.jsonl"):
+            r = json.loads(line)
+            _asp[r["question"], tuple(p["text"] for p in r["profile"][:1])] = tuple(
+                a["aspect"] for a in r["rubric_aspects"]
+            )
+    _byq = {}
+    for line in open("results/data/prompts/train.jsonl"):
+        r = json.loads(line)
+        _byq.setdefault(r["question"], []).append(r)
+    _judge = load_judge(P["judge"], P["seed"])
+    _qa = {}
+    for sub in ("Art_and_Entertainment", "Lifestyle_and_Personal_Development", "Society_and_Culture"):
+        for line in open(f"results/demo/raw/personalized/{sub}/train.jsonl"):
+            r = json.loads(line)
+            texts = {p["text"] for p in r["profile"]}
+            _qa.setdefault(r["question"], []).append((texts, tuple(a["aspect"] for a in r["rubric_aspects"])))
+
+    def _aspects(req):
+        cands = _qa[req.question]
+        best = max(cands, key=lambda c: len(c[0] & set(req.profile)))
+        return best[1]
+
+    def _score(self, requests):
+        res = _judge.judge([JudgeItem(question=r.question, answer=r.answer, aspects=_aspects(r)) for r in requests])
+        sc = np.array([x.score for x in res], dtype=np.float64)
+        for st in (self.stats, self.total):
+            st.scored += len(requests)
+            st.raw.extend(float(v) for v in sc)
+        return np.nan_to_num(sc) * self.reward_scale
+
+    RA.RewardAdapter.score_requests = _score
 if os.environ.get("CONTRAST"):
     import dataclasses
 
