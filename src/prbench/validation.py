@@ -19,7 +19,7 @@ from .manifest import config_refs
 from .models import check_model_ref as _check_model_ref
 from .revisions import check_revision_value, is_hub
 from .rms import kind_info, reward_spec
-from .rms.family import expand_families
+from .rms.family import GRID_KEYS, expand_families
 
 
 def check_model_ref(ref: str, key: str) -> None:
@@ -256,8 +256,13 @@ def _check_frozen_encoder(key: str, entry: dict, info) -> None:
     if ("encoder" in entry) != info.frozen_encoder:
         raise ConfigError(f"config key {key}: `encoder` is the source of a frozen-encoder kind and only of one "
                           f"(kind {entry['kind']!r})")
-    if info.frozen_encoder and "family" not in entry:
-        raise ConfigError(f"config key {key}: a {entry['kind']} RM is a member of a family: give the entry a `grid`")
+    member_keys = [k for k in ("family", *GRID_KEYS) if k in entry]
+    if member_keys and not info.frozen_encoder:
+        raise ConfigError(f"config key {key}: {', '.join(member_keys)} are an RM family member's keys (kind "
+                          f"{entry['kind']!r} has no family)")
+    if info.frozen_encoder and len(member_keys) != 1 + len(GRID_KEYS):
+        raise ConfigError(f"config key {key}: a {entry['kind']} RM is a member of a family: give the entry a `grid` "
+                          f"(an expanded member has family, {', '.join(GRID_KEYS)}; found {member_keys or 'none'})")
 
 
 def _check_method_rms(config: dict) -> None:
