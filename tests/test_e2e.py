@@ -11,6 +11,7 @@ figures, report) at toy sizes in a scratch directory, then checks that
   RM's scoring jobs, with the same accuracies, counts and ties.
 """
 import filecmp
+import json
 import os
 import re
 import subprocess
@@ -53,6 +54,10 @@ def test_all_outputs(runs):
     margin = pd.read_csv(workdir / "results/tables/benchmark_margin.csv")
     assert pairwise and set(pos["rm"]) == pairwise and set(margin["rm"]) == rms - pairwise
     assert (margin["n"] + margin["failures"] > 0).all()
+    for rm in rms:  # every RM's files hold its own results (a family job writes many RMs' files at once)
+        assert json.loads((workdir / f"results/scores/{rm}/personalized.accuracy.json").read_text())["rm"] == rm
+        if rm.startswith("heads_"):
+            assert json.loads((workdir / f"results/models/rm/{rm}/head.json").read_text())["name"] == rm
     bon = pd.read_csv(workdir / "results/tables/bon.csv")
     assert rms <= set(bon["rm"])
     assert set(bon["k"]) == set(cfg["bon"]["ks"])

@@ -12,7 +12,14 @@ from helpers import REPO
 from prbench.config import ConfigError
 from prbench.prompts import ScoreRequest
 from prbench.rms import kind_info
-from prbench.rms.family import GRID_KEYS, expand_families, family_members, member_name, training_rows
+from prbench.rms.family import (
+    GRID_KEYS,
+    expand_families,
+    family_members,
+    member_name,
+    member_paths,
+    training_rows,
+)
 from prbench.rms.frozen_head import FrozenHeadRM, HeadFeatures, fit_head, save_head, sentences
 from prbench.validation import check_config, validate_schema
 
@@ -207,3 +214,27 @@ def test_member_keys_on_another_kind_are_refused_and_an_expanded_config_validate
     cfg["reward_models"]["pers_profile"]["profile_posts"] = 2
     with pytest.raises(ConfigError, match=r"reward_models\.pers_profile: profile_posts are an RM family member's"):
         check_config(cfg)
+
+
+def test_member_paths_match_by_name_not_position():
+    """A job's params list its members sorted (canon), its outputs in grid order: the files are matched by the
+    member name in their path, so a shuffled list maps the same."""
+    members = ["h_k0_p000_n16_e30", "h_k0_p000_n128_e30", "h_k4_p050_n16_e30"]
+    scores = [f"results/scores/{m}/personalized.pairs.jsonl" for m in reversed(members)]
+    got = member_paths(scores, sorted(members), lambda p: p.parent.name)
+    assert got == {m: f"results/scores/{m}/personalized.pairs.jsonl" for m in members}
+    bon = [f"results/bon/pol/rm_scores/{m}.jsonl" for m in members]
+    got = member_paths(bon[::-1], members, lambda p: p.stem)
+    assert got["h_k0_p000_n128_e30"].endswith("/h_k0_p000_n128_e30.jsonl")
+    with pytest.raises(ValueError, match="without a path"):
+        member_paths(bon[:2], members, lambda p: p.stem)
+    with pytest.raises(ValueError, match="no member"):
+        member_paths([*bon, "results/bon/pol/rm_scores/other.jsonl"], members, lambda p: p.stem)
+
+
+def test_head_trained_for_another_member_is_refused(tmp_path):
+    f = _FixedFeatures({})
+    save_head(tmp_path / "a", np.zeros(3), {"name": "a", "encoder": "pkg:test-encoder", "profile_posts": 0})
+    FrozenHeadRM({"name": "a", "kind": "frozen_head", "path": str(tmp_path / "a")}, features=f)
+    with pytest.raises(ValueError, match="trained for 'a'"):
+        FrozenHeadRM({"name": "b", "kind": "frozen_head", "path": str(tmp_path / "a")}, features=f)

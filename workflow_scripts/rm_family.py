@@ -1,29 +1,39 @@
 """Rules rm_family_<family>: train every member of an RM family and score each benchmark with each
-(prbench.rms.family.train_and_score_family)."""
+(prbench.scoring.family.train_and_score_family). Each output is matched to its member by the member
+name in its path (prbench.rms.family.member_paths), never by position."""
 from prbench.job import start
 
 start(snakemake, torch_threads=True)
 
+from prbench.rms.family import member_paths
 from prbench.scoring.family import train_and_score_family
 
 sm = snakemake
 p = sm.params
-members = list(p.specs)
-n_b = len(p.benches)
+specs = {m: dict(s) for m, s in dict(p.specs).items()}
+members = list(specs)
+
+
+def outputs(files, bench):
+    """One benchmark's output files (results/scores/{member}/{bench}.<suffix>) by member."""
+    mine = [f for f in files if f.rsplit("/", 1)[-1].split(".", 1)[0] == bench]
+    return member_paths(mine, members, lambda path: path.parent.name)
+
+
 train_and_score_family(
-    specs={m: dict(s) for m, s in dict(p.specs).items()},
+    specs=specs,
     train_paths={src: sm.input[src] for src in ("personalized", "general") if src in sm.input.keys()},
-    model_dirs=dict(zip(members, sm.output.models)),
+    model_dirs=member_paths(list(sm.output.models), members, lambda path: path.name),
     benches={
         b: {
             "path": sm.input[f"bench_{b}"],
             "kind": p.bench_kinds.get(b),
-            "pairs_out": {m: sm.output.pairs[i * n_b + j] for i, m in enumerate(members)},
-            "acc_out": {m: sm.output.acc[i * n_b + j] for i, m in enumerate(members)},
+            "pairs_out": outputs(list(sm.output.pairs), b),
+            "acc_out": outputs(list(sm.output.acc), b),
         }
-        for j, b in enumerate(p.benches)
+        for b in p.benches
     },
     seed=p.seed,
     scoring=dict(p.scoring),
-    encoder=next(iter(p.specs.values()))["encoder"],
+    encoder=specs[members[0]]["encoder"],
 )

@@ -100,6 +100,23 @@ def family_members(config: dict) -> dict[str, list[str]]:
     return fam
 
 
+def member_paths(paths: Sequence[str], members: Sequence[str], name_of) -> dict[str, str]:
+    """Each member's path among `paths`, matched by the member name `name_of(Path(path))` reads from
+    the path itself (never by position: a job's params and its inputs or outputs need not share an
+    order). Raises when a member has no path or two, or a path names no member."""
+    out: dict[str, str] = {}
+    for path in paths:
+        name = name_of(Path(path))
+        if name not in members or name in out:
+            raise ValueError(f"{path}: names {name!r}, {'a member twice' if name in out else 'no member'} of "
+                             f"the family ({', '.join(members)})")
+        out[name] = str(path)
+    missing = [m for m in members if m not in out]
+    if missing:
+        raise ValueError(f"family members without a path: {missing}")
+    return out
+
+
 def _requests(rows: Sequence[dict]) -> tuple[list[ScoreRequest], list[ScoreRequest]]:
     ch = [ScoreRequest(r["question"], r["chosen"], tuple(r["profile"])) for r in rows]
     rj = [ScoreRequest(r["question"], r["rejected"], tuple(r["profile"])) for r in rows]
@@ -145,7 +162,7 @@ def train_member(spec: dict, features: HeadFeatures, sources: Mapping[str, Seque
     diffs = features.matrix(ch, k) - features.matrix(rj, k)
     diffs[flips] *= -1
     w = fit_head(diffs)
-    meta = {"encoder": features.encoder, "profile_posts": k, "train_pairs": len(rows),
+    meta = {"name": spec["name"], "encoder": features.encoder, "profile_posts": k, "train_pairs": len(rows),
             "personalized_share": float(spec["personalized_share"]), "label_noise": float(spec["label_noise"]),
             "flipped": int(flips.sum()), "seed": seed}
     save_head(out_dir, w, meta)

@@ -158,6 +158,8 @@ class FrozenHeadRM(RewardModel):
         spec = spec_with_defaults(spec, self.kind)
         self.name = spec["name"]
         self.weights, meta = load_head(spec["path"])
+        if meta.get("name", self.name) != self.name:
+            raise ValueError(f"RM {self.name}: the head in {spec['path']} was trained for {meta['name']!r}")
         self.profile_posts = int(meta["profile_posts"]) if spec["use_profile"] else 0
         self.use_profile = self.profile_posts > 0
         self.features = features or HeadFeatures(meta["encoder"])
