@@ -4,7 +4,6 @@
 # scores every BoN sample with every member. Each member keeps its own files (results/models/rm/{member},
 # results/scores/{member}/{bench}.*, results/bon/{policy}[/set{r}]/rm_scores/{member}.jsonl), so every
 # table, partial run and `make score` sees members as RMs; score_benchmark and score_bon skip them.
-FAMILY_TRAIN_CFG = {"scoring": pick(config["scoring"], ["bootstrap", "max_length", "max_tokens_per_batch"])}
 
 
 def family_sources(family):
@@ -48,7 +47,6 @@ for _fam in FAMILIES:
             specs=family_specs(_fam),
             benches=BENCHMARKS,
             bench_kinds={b: config["data"]["baselines"].get(b, {}).get("kind") for b in BENCHMARKS},
-            scoring=FAMILY_TRAIN_CFG["scoring"],
             seed=SEED,
         script:
             "../workflow_scripts/rm_family.py"

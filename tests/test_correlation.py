@@ -201,8 +201,9 @@ def test_run_correlations_writes_outputs_without_ppo(tmp_path, world):
 def test_rules_dry_run_with_ppo_disabled(tmp_path, world):
     """The analysis rules build a DAG from the demo config with ppo.enabled false and ask for no PPO file."""
     import yaml
+    from synthetic_analysis import demo_config_for_world
 
-    cfg = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
+    cfg = demo_config_for_world(yaml.safe_load((REPO / "configs" / "demo.yaml").read_text()))
     cfg["ppo"]["enabled"] = False
     cfg["grpo"]["enabled"] = False
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))

@@ -117,8 +117,9 @@ def test_analysis_rules_take_a_registered_method_from_the_registry(tmp_path, wor
     includes one toy stage rule; the unchanged analysis rules then ask for results/downstream/toy.csv
     and run the toy stage."""
     import yaml
+    from synthetic_analysis import demo_config_for_world
 
-    cfg = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
+    cfg = demo_config_for_world(yaml.safe_load((REPO / "configs" / "demo.yaml").read_text()))
     cfg["ppo"]["enabled"] = False
     cfg["grpo"]["enabled"] = False
     cfgfile = tmp_path / "cfg.yaml"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import REPO, SNAKEFILE, dry_run, snakemake, snakemake_env
+from synthetic_analysis import demo_config_for_world
 
 pytestmark = pytest.mark.dag
 
@@ -42,7 +43,8 @@ def _recorded_outputs(workdir: Path) -> list[str]:
 def scratch(tmp_path_factory):
     """The demo config's DAG, every job recorded (params) and every output present."""
     wd = tmp_path_factory.mktemp("params_scope")
-    cfg = REPO / "configs" / "demo.yaml"
+    cfg = wd.parent / "params_scope_demo.yaml"
+    cfg.write_text(yaml.safe_dump(DEMO, sort_keys=False))
     _touch_all(wd, cfg)
     outputs = _recorded_outputs(wd)
     assert len(outputs) > 50, outputs
@@ -74,7 +76,9 @@ def _reverse_keys(x):
     return x
 
 
-DEMO = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
+# the demo config with the RM set of kinds these tests separate (classifiers, a length RM, a generative
+# pairwise judge: tests/synthetic_analysis.py RM_ENTRIES); the RM family's keys are in tests/test_param_keys.py
+DEMO = demo_config_for_world(yaml.safe_load((REPO / "configs" / "demo.yaml").read_text()))
 
 
 def _edit(section, key, value):

@@ -4,13 +4,13 @@ import copy
 
 import pytest
 import yaml
-from helpers import REPO, dry_run
+from helpers import REPO, dry_run, method_rms
 
 pytestmark = pytest.mark.dag
 
 DEMO = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
 SUBSETS = DEMO["data"]["personalized"]["subsets"]
-RMS = list(DEMO["reward_models"])
+RMS = method_rms(DEMO, "ppo")  # ppo.rms: the RMs PPO trains with
 POLICY = list(DEMO["policies"])[0]
 
 
@@ -44,8 +44,9 @@ def test_one_training_and_evaluation_per_rm_and_subset(per_subset):
 
 def test_the_tables_read_every_subset_run(per_subset):
     want = {f"results/ppo/{POLICY}/{r}/{s}/eval_judged.jsonl" for r in RMS for s in SUBSETS}
+    logs = {f"results/ppo/{POLICY}/{r}/{s}/train_log.csv" for r in RMS for s in SUBSETS}
     (table,) = [j for j in per_subset.jobs if j.rule == "ppo_table"]
-    assert set(table.input) == want
+    assert set(table.input) == want | logs  # the judged answers, and the training logs' reward rise
     (measures,) = [j for j in per_subset.jobs if j.rule == "judged_measures" and j.wildcards["method"] == "ppo"]
     assert set(measures.input) == want
     (fig,) = [j for j in per_subset.jobs if j.rule == "fig_training" and j.wildcards["method"] == "ppo"]

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from helpers import REPO, dry_run
+from helpers import REPO, config_rms, dry_run, method_rms
 from test_bon import _world
 
 from prbench import downstream
@@ -169,7 +169,9 @@ def test_two_seeds_per_subset_dag(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     run = dry_run(workdir=tmp_path / "wd", configfile=path)
-    pol, rms, subsets = list(cfg["policies"])[0], list(cfg["reward_models"]), cfg["data"]["personalized"]["subsets"]
+    pol, subsets = list(cfg["policies"])[0], cfg["data"]["personalized"]["subsets"]
+    rms, grpo_rms = method_rms(cfg, "ppo"), method_rms(cfg, "grpo")  # ppo.rms, grpo.rms
+    everyone = config_rms(cfg)  # BoN: every RM, the family's members included
     by_rule = {}
     for j in run.jobs:
         by_rule.setdefault(j.rule, []).append(j)
@@ -180,10 +182,10 @@ def test_two_seeds_per_subset_dag(tmp_path):
     assert {o for j in by_rule["train_ppo_subset_seed"] for o in j.output if o.endswith("/model")} == {
         f"results/ppo/{pol}/{r}/{s}/seed1/model" for r in rms for s in subsets}
     assert {o for j in by_rule["train_grpo_seed"] for o in j.output if o.endswith("/model")} == {
-        f"results/grpo/{pol}/{r}/seed1/model" for r in rms}
+        f"results/grpo/{pol}/{r}/seed1/model" for r in grpo_rms}
     evals = {o for j in by_rule["eval_policy_subset_seed"] + by_rule["eval_policy_seed"] for o in j.output}
     assert evals == ({f"results/ppo/{pol}/{r}/{s}/seed1/eval_judged.jsonl" for r in rms for s in subsets}
-                     | {f"results/grpo/{pol}/{r}/seed1/eval_judged.jsonl" for r in rms})
+                     | {f"results/grpo/{pol}/{r}/seed1/eval_judged.jsonl" for r in grpo_rms})
     ppo_judged = {f"results/ppo/{pol}/{r}/{s}/{d}eval_judged.jsonl"
                   for r in rms for s in subsets for d in ("", "seed1/")}
     (table,) = by_rule["ppo_table"]
@@ -191,14 +193,16 @@ def test_two_seeds_per_subset_dag(tmp_path):
     assert set(table.input) == ppo_judged | {p.replace("eval_judged.jsonl", "train_log.csv") for p in ppo_judged}
     measures = {j.wildcards["method"]: set(j.input) for j in by_rule["judged_measures"]}
     assert measures["ppo"] == ppo_judged
-    assert measures["grpo"] == {f"results/grpo/{pol}/{r}/{d}eval_judged.jsonl" for r in rms for d in ("", "seed1/")}
+    assert measures["grpo"] == {f"results/grpo/{pol}/{r}/{d}eval_judged.jsonl" for r in grpo_rms
+                                for d in ("", "seed1/")}
     # BoN: a second sample set, sampled, judged and scored by every RM, read by both BoN tables
     assert len(by_rule["sample_bon_set"]) == cfg["bon"]["shards"]
     assert {j.output[0] for j in by_rule["merge_samples_set"]} == {f"results/bon/{pol}/set1/samples.jsonl"}
     assert {j.output[0] for j in by_rule["judge_bon_set"]} == {f"results/bon/{pol}/set1/judged.jsonl"}
-    assert {j.output[0] for j in by_rule["score_bon_set"]} == {f"results/bon/{pol}/set1/rm_scores/{r}.jsonl"
-                                                                for r in rms}
+    set1 = {o for rule, jobs in by_rule.items() if rule == "score_bon_set" or rule.startswith("score_bon_family_")
+            for j in jobs for o in j.output if "/set1/" in o}
+    assert set1 == {f"results/bon/{pol}/set1/rm_scores/{r}.jsonl" for r in everyone}
     (bm,) = by_rule["bon_measures"]
-    assert set(bm.input) == {f"results/bon/{pol}/{d}curves/{r}.csv" for r in rms for d in ("", "set1/")}
+    assert set(bm.input) == {f"results/bon/{pol}/{d}curves/{r}.csv" for r in everyone for d in ("", "set1/")}
     (bt,) = by_rule["bon_table"]
     assert f"results/bon/{pol}/set1/judged.jsonl" in bt.input and f"results/bon/{pol}/judged.jsonl" in bt.input
