@@ -117,7 +117,7 @@ def member_paths(paths: Sequence[str], members: Sequence[str], name_of) -> dict[
     return out
 
 
-def _requests(rows: Sequence[dict]) -> tuple[list[ScoreRequest], list[ScoreRequest]]:
+def pair_requests(rows: Sequence[dict]) -> tuple[list[ScoreRequest], list[ScoreRequest]]:
     ch = [ScoreRequest(r["question"], r["chosen"], tuple(r["profile"])) for r in rows]
     rj = [ScoreRequest(r["question"], r["rejected"], tuple(r["profile"])) for r in rows]
     return ch, rj
@@ -158,7 +158,7 @@ def train_member(spec: dict, features: HeadFeatures, sources: Mapping[str, Seque
                  out_dir: str | Path) -> dict:
     rows, flips = training_rows(spec, sources, seed)
     k = int(spec["profile_posts"]) if spec["use_profile"] else 0
-    ch, rj = _requests(rows)
+    ch, rj = pair_requests(rows)
     diffs = features.matrix(ch, k) - features.matrix(rj, k)
     diffs[flips] *= -1
     w = fit_head(diffs)

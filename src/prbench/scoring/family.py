@@ -6,8 +6,7 @@ import logging
 from typing import Mapping
 
 from ..io import read_jsonl
-from ..prompts import ScoreRequest
-from ..rms.family import family_pool, train_member
+from ..rms.family import family_pool, pair_requests, train_member
 from ..rms.frozen_head import FrozenHeadRM, HeadFeatures, sentences
 from .benchmark import load_pairs, score_benchmark
 
@@ -23,8 +22,7 @@ def train_and_score_family(specs: Mapping[str, dict], train_paths: Mapping[str, 
     # one embedding pass over every training and benchmark text
     all_rows = [r for rows in sources.values() for r in rows]
     all_rows += [r for b in benches.values() for r in load_pairs(b["path"])]
-    ch = [ScoreRequest(r["question"], r["chosen"], tuple(r["profile"])) for r in all_rows]
-    rj = [ScoreRequest(r["question"], r["rejected"], tuple(r["profile"])) for r in all_rows]
+    ch, rj = pair_requests(all_rows)
     posts = max([int(s["profile_posts"]) for s in specs.values()] + [0])
     features.embed([t for req in ch + rj for t in (req.question, *sentences(req.answer), *req.profile[:posts])])
     out: dict = {}
