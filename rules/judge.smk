@@ -22,22 +22,33 @@ if JUDGE_MINILM and not (JUDGE_DATA.get("train_split") and is_local(JUDGE_DATA["
         "(set data.personalized.train_split and a local data.personalized.source), or use transformers/vllm"
     )
 JUDGE_DATA_DIR = os.path.normpath(JUDGE_DATA["source"])
-JUDGE_CALIBRATION_FILES = (
-    [f"{JUDGE_DATA_DIR}/{s}/{JUDGE_DATA['train_split']}.jsonl" for s in SUBSETS] if JUDGE_MINILM else []
-)
+# judge.general_reference (the demo's mirror world): the judge rates general quality, calibrated on
+# that baseline's train split (prbench.judge.reference; checked in prbench.validation)
+JUDGE_REFERENCE = JUDGE.get("general_reference")
+if JUDGE_REFERENCE:
+    _ref = config["data"]["baselines"][JUDGE_REFERENCE]
+    JUDGE_CALIBRATION_FILES = [f"{os.path.normpath(_ref['source'])}/{_ref['train_split']}.jsonl"]
+else:
+    JUDGE_CALIBRATION_FILES = (
+        [f"{JUDGE_DATA_DIR}/{s}/{JUDGE_DATA['train_split']}.jsonl" for s in SUBSETS] if JUDGE_MINILM else []
+    )
 # what a judging job's input adds to its own: the calibration the minilm judge loads
 JUDGE_INPUT = [JUDGE_CALIBRATION] if JUDGE_MINILM else []
 # what loading the judge reads (params_b is a resource hint: resources only). The minilm judge reads
-# its model and batch size only: the LLM judges' settings (max_new_tokens, retries, system_turn,
+# its model, batch size and general_reference only: the LLM judges' settings (max_new_tokens, retries, system_turn,
 # aspect_format, aggregate, failure) never reach its jobs; the vLLM engine keys
 # (prbench.models.vllm_engine_kwargs) reach the judging jobs under backend vllm only.
-JUDGE_MINILM_KEYS = ["backend", "model", "revision", "batch_size"]
+JUDGE_MINILM_KEYS = ["backend", "model", "revision", "batch_size", "general_reference"]
 JUDGE_VLLM_KEYS = ("tensor_parallel_size", "max_model_len", "gpu_memory_utilization")
 JUDGE_CFG = (
     canon(dict(pick(JUDGE, JUDGE_MINILM_KEYS), calibration=JUDGE_CALIBRATION))
     if JUDGE_MINILM
     else without_resource_keys(
-        {k: v for k, v in JUDGE.items() if JUDGE["backend"] == "vllm" or k not in JUDGE_VLLM_KEYS}
+        {
+            k: v
+            for k, v in JUDGE.items()
+            if (JUDGE["backend"] == "vllm" or k not in JUDGE_VLLM_KEYS) and k != "general_reference"
+        }
     )
 )
 JUDGE_B = _params_b(JUDGE, 1.0)

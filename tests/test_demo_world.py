@@ -96,7 +96,7 @@ def test_pole_words_only_come_from_poles():
     for wd in vocab.WORLDS.values():
         adjs = {a for d in wd.dims for p in d for a in p.adjs}
         fixed = (*wd.things, *wd.topics, *vocab.QUESTION_TEMPLATES, *vocab.OPENERS, *vocab.ASPECT_SENTENCES,
-                 *vocab.CLOSERS, *vocab.POST_TEMPLATES, *vocab.NOISE_POSTS)
+                 *vocab.GOOD_TIPS, *vocab.BAD_TIPS, *vocab.POST_TEMPLATES, *vocab.NOISE_POSTS)
         for t in fixed:
             assert not dw.tokens(t) & adjs, t
 

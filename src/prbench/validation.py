@@ -15,6 +15,7 @@ import yaml
 from .config import SCHEMA_PATH, ConfigError, entry_with_defaults, validate_schema, with_defaults
 from .data.baselines import kind_info as baseline_kind
 from .data.demo_world import DEMO_PREFIX
+from .data.sources import is_local
 from .manifest import config_refs
 from .models import check_model_ref as _check_model_ref
 from .revisions import check_revision_value, is_hub
@@ -345,6 +346,7 @@ def check_config(config: dict) -> None:
     if judge.get("aggregate") == "mean_found" and judge.get("aspect_format") != "joined":
         raise ConfigError("config key judge.aggregate: mean_found needs judge.aspect_format: joined (a numbered "
                           "reply names the aspect numbers, which mean_found would average)")
+    _check_general_reference(config, judge)
     if not with_defaults(config.get("demo"), "demo")["enabled"]:
         for name, entry in config["reward_models"].items():
             if "train" in entry:
@@ -352,6 +354,23 @@ def check_config(config: dict) -> None:
         for name, entry in policies.items():
             if entry.get("train"):
                 raise ConfigError(f"config key policies.{name}.train: only allowed with demo.enabled: true")
+
+
+def _check_general_reference(config: dict, judge: dict) -> None:
+    """judge.general_reference names a local baseline with a train split, under the minilm judge."""
+    ref = judge.get("general_reference")
+    if ref is None:
+        return
+    key = "config key judge.general_reference"
+    if judge["backend"] != "minilm":
+        raise ConfigError(f"{key}: only the minilm judge rates general quality (judge.backend is {judge['backend']!r})")
+    baselines = config["data"].get("baselines") or {}
+    if ref not in baselines:
+        raise ConfigError(f"{key}: {ref!r} is not a data.baselines entry (known: {sorted(baselines)})")
+    b = baselines[ref]
+    if not b.get("train_split") or not is_local(b["source"]):
+        raise ConfigError(f"{key}: baseline {ref!r} needs a local source and a train_split (data.baselines.{ref}): "
+                          "the judge's references and thresholds come from its train pairs")
 
 
 def load_config(path: str | Path) -> dict:

@@ -146,13 +146,6 @@ ASPECT_SENTENCES = (
     "The {a} route makes sense, especially if it stays {b}.",
     "Pick {a} ideas over others, and keep them {b} too.",
 )
-CLOSERS = (
-    "Start small and adjust as you go.",
-    "Have fun and tweak the plan as needed.",
-    "Give it a try this week.",
-    "Enjoy it and note what works.",
-    "Take it one step at a time.",
-)
 POST_TEMPLATES = (
     "Picked {a} {thing} again this weekend; {b} is my style.",
     "Tried {a} {thing} today and loved them, {b} always wins.",
@@ -201,7 +194,7 @@ GOOD_TIPS = (
     "Set aside a regular time each week for {topic} and protect it.",
     "Start with one small, concrete goal for {topic} before adding more.",
     "Find a friend or group who also enjoys {topic} to share ideas with.",
-    "Keep a short log of what you try with {topic} and what you learn.",
+    "Keep a log of what you try with {topic} and what you learn.",
     "Read one reliable beginner guide on {topic} before spending money.",
     "Review your progress with {topic} every few weeks and adjust the plan.",
 )

@@ -9,9 +9,14 @@ Construction (a fair miniature of the paper's):
   posts about daily life. rubric_aspects cite a revealing post as evidence; the narrative
   summarises the user. Both are judge-only.
 - chosen follows the user's 3 poles, rejected follows the opposite poles; both come from the
-  same opener / aspect-sentence / closer template family (several wordings per slot), so they
-  are equally fluent. Lengths are balanced by construction: chosen is strictly longer (words
-  and characters) in exactly every other pair, so a length-only scorer sits at 50%.
+  same opener / aspect-sentence / tip template family (several wordings per slot), so they
+  are equally fluent. Each answer ends with one practical tip drawn at random, sound or bad
+  (GOOD_TIPS / BAD_TIPS, the general baseline's correctness contrast), independently for chosen
+  and rejected: answers differ in general quality, which the personalized label ignores, so
+  the policy's samples differ in both and a general-quality judge (`judge.general_reference`,
+  the mirror world: configs/mirror.yaml) can rate the same samples. Lengths are balanced by
+  construction: chosen is strictly longer (words and characters) in exactly every other pair, so
+  a length-only scorer sits at 50%.
 - Users in the train and test splits are disjoint (`demo.users_per_subset` is divided between
   the splits in proportion to their sizes): a model must read the profile, not remember users.
 - The general baseline (RewardBench schema, real subset names) contrasts answers of different
@@ -35,7 +40,6 @@ from ..seeding import stable_seed
 from .demo_vocab import (
     ASPECT_SENTENCES,
     BAD_TIPS,
-    CLOSERS,
     EXTRA_TOPICS,
     GENERAL_CLOSERS,
     GENERAL_KINDS,
@@ -91,14 +95,17 @@ def _aspect_sentence(rng: random.Random, pole: Pole, topic: str, template: str) 
 
 
 ANSWER_WORDS = (40, 70)
+SOUND_TIP_SHARE = 0.5  # share of personalized answers whose closing tip is sound (the rest: bad advice)
 
 
 def _answer(rng: random.Random, world: World, poles: list[Pole], topic: str) -> str:
-    """Opener, one sentence per pole (shuffled wording), closer; 40-70 words."""
+    """Opener, one sentence per pole (shuffled wording), a closing tip, sound or bad at random;
+    40-70 words."""
     for _ in range(200):
         sentences = rng.sample(ASPECT_SENTENCES, len(poles))
         body = [_aspect_sentence(rng, p, topic, t) for p, t in zip(poles, sentences)]
-        text = " ".join([rng.choice(OPENERS).format(topic=topic), *body, rng.choice(CLOSERS)])
+        tips = GOOD_TIPS if rng.random() < SOUND_TIP_SHARE else BAD_TIPS
+        text = " ".join([rng.choice(OPENERS).format(topic=topic), *body, rng.choice(tips).format(topic=topic)])
         if ANSWER_WORDS[0] <= _words(text) <= ANSWER_WORDS[1]:
             return text
     raise RuntimeError(f"could not draw an answer of {ANSWER_WORDS} words for topic {topic!r}")

@@ -9,6 +9,7 @@ from ..models import vllm_engine_kwargs
 from .base import RubricJudge
 from .llm import TransformersJudge, VLLMJudge
 from .minilm import DEFAULT_CALIBRATION, MiniLMJudge, minilm_batch_size
+from .reference import ReferenceJudge
 
 
 def load_judge(judge_cfg: dict, seed: int) -> RubricJudge:
@@ -32,6 +33,9 @@ def load_judge(judge_cfg: dict, seed: int) -> RubricJudge:
         return TransformersJudge(model, batch_size=int(cfg["batch_size"]), device=cfg.get("device", "auto"), **common)
     if backend == "vllm":
         return VLLMJudge(model, engine=vllm_engine_kwargs(cfg), **common)
+    if backend == "minilm" and cfg.get("general_reference"):
+        return ReferenceJudge(model, calibration=_calibration(cfg.get("calibration", DEFAULT_CALIBRATION)),
+                              batch_size=minilm_batch_size(judge_cfg), revision=cfg["revision"])
     if backend == "minilm":
         # the section as given: without a batch_size the encoder keeps its own (MINILM_BATCH_SIZE)
         return MiniLMJudge(model, calibration=_calibration(cfg.get("calibration", DEFAULT_CALIBRATION)),

@@ -64,6 +64,9 @@ class MiniLMJudge(RubricJudge):
             self.set_calibration(calibration)
 
     def set_calibration(self, calibration: dict) -> None:
+        if calibration.get("kind", "rubric") != "rubric":
+            raise ValueError(f"judge calibration: a {calibration['kind']!r} calibration, not the rubric judge's "
+                             "(judge.general_reference changed? rerun rule calibrate_judge)")
         t1, t2 = float(calibration["t1"]), float(calibration["t2"])
         if not t1 < t2:
             raise ValueError(f"judge calibration: need t1 < t2, got t1={t1}, t2={t2}")

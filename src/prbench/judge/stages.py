@@ -1,5 +1,6 @@
-"""Stage functions of the judge: calibration of the minilm judge on the train split (rule
-calibrate_judge) and the judge's validity on the personalized test pairs (rule judge_validity)."""
+"""Stage functions of the judge: calibration of the minilm judge on a train split (rule
+calibrate_judge: the personalized one, or with judge.general_reference that baseline's) and the
+judge's validity on the personalized test pairs (rule judge_validity)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -13,6 +14,7 @@ from .base import JudgeItem, RubricJudge, log
 from .cache import judge_items_cached, shard_name
 from .loader import load_judge
 from .minilm import MiniLMJudge, calibrate_minilm, minilm_batch_size
+from .reference import ReferenceJudge, calibrate_reference, reference_pairs
 
 
 def calibration_examples(raw_files: Sequence[str], max_pairs: int | None, seed: int) -> list[dict]:
@@ -44,8 +46,12 @@ def calibrate_judge_files(raw_files: Sequence[str], judge_cfg: dict, seed: int, 
     if judge_cfg.get("backend") != "minilm":
         raise ValueError(
             f"config key judge.backend: only the minilm judge is calibrated (got {judge_cfg.get('backend')!r})")
-    judge = MiniLMJudge(judge_cfg["model"], calibration=None, batch_size=minilm_batch_size(judge_cfg))
-    cal = calibrate_minilm(judge, calibration_examples(raw_files, max_pairs, seed))
+    if judge_cfg.get("general_reference"):  # the mirror world's general-quality judge: every train pair
+        ref = ReferenceJudge(judge_cfg["model"], calibration=None, batch_size=minilm_batch_size(judge_cfg))
+        cal = calibrate_reference(ref, reference_pairs(raw_files), seed)
+    else:
+        judge = MiniLMJudge(judge_cfg["model"], calibration=None, batch_size=minilm_batch_size(judge_cfg))
+        cal = calibrate_minilm(judge, calibration_examples(raw_files, max_pairs, seed))
     cal["files"] = list(map(str, raw_files))
     write_json(out_path, cal)
     log.info("judge calibration: %s", cal)
