@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= all
 
-.PHONY: install demo replica test test-fast test-slurm lint report protocol score prefetch lock mutate
+.PHONY: install demo demo-mirror replica test test-fast test-slurm lint report protocol score prefetch lock mutate
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -16,6 +16,12 @@ install: $(BIN)/python
 
 demo: install
 	$(BIN)/snakemake --cores $(CORES) --profile profiles/demo
+
+# The demo's mirror world (README, "What the demo gives"): the demo's samples and RM scores judged for
+# general quality (configs/mirror.yaml layered on configs/demo.yaml); reruns only the judge and what reads
+# it, in the demo's results/. `make demo` switches back.
+demo-mirror: install
+	$(BIN)/snakemake --cores $(CORES) --profile profiles/demo --configfiles configs/demo.yaml configs/mirror.yaml
 
 # The paper DAG on tiny local replicas of its hub models and data (README, configs/replica.yaml)
 replica: install

@@ -251,3 +251,35 @@ def test_general_baseline_is_about_quality_not_fit(world):
     pole_words = {w for wd in vocab.WORLDS.values() for d in wd.dims for p in d for a in p.adjs for w in words(a)}
     fit = pair_acc(rows, lambda r, a: len(set(words(a)) & pole_words))
     assert 0.4 <= fit <= 0.6, fit
+
+
+def _tip_quality(answer):
+    """+1 if the answer's last sentence is a sound tip, -1 if a bad one, 0 otherwise."""
+    last = re.split(r"(?<=[.!?]) ", answer)[-1]
+    for tips, sign in ((vocab.GOOD_TIPS, 1), (vocab.BAD_TIPS, -1)):
+        for t in tips:
+            head, tail = t.split("{topic}")
+            if last.startswith(head) and last.endswith(tail):
+                return sign
+    return 0
+
+
+def test_personalized_answers_differ_in_general_quality_independently_of_the_label(world):
+    """Every personalized answer ends with a sound or a bad tip, drawn at random for chosen and
+    rejected alike: the policy's samples differ in general quality (the mirror world's judge),
+    and the personalized label carries none of it."""
+    cfg, root = world
+    chosen, rejected = [], []
+    for subset in cfg["data"]["personalized"]["subsets"]:
+        for split in ("test", "train"):
+            for r in _pers(root, subset, split):
+                chosen.append(_tip_quality(r["chosen"]))
+                rejected.append(_tip_quality(r["rejected"]))
+    chosen, rejected = np.array(chosen), np.array(rejected)
+    assert (chosen != 0).all() and (rejected != 0).all()  # one tip each, the answer's last sentence
+    n = len(chosen)
+    for q in (chosen, rejected):  # each about half sound (binomial sd at n ~ 1950: 0.011)
+        assert abs((q > 0).mean() - dw.SOUND_TIP_SHARE) < 0.04
+    # independent of the label: chosen's tip is the better one about as often as the worse one
+    better, worse = (chosen > rejected).mean(), (chosen < rejected).mean()
+    assert abs(better - worse) < 4 * math.sqrt(0.5 / n), (better, worse)
