@@ -27,6 +27,11 @@ JUDGE_DATA_DIR = os.path.normpath(JUDGE_DATA["source"])
 JUDGE_REFERENCE = JUDGE.get("general_reference")
 if JUDGE_REFERENCE:
     _ref = config["data"]["baselines"][JUDGE_REFERENCE]
+    if not is_local(_ref["source"]):
+        raise ValueError(
+            f"config key judge.general_reference: the baseline {JUDGE_REFERENCE!r} must have a local "
+            f"source (data.baselines.{JUDGE_REFERENCE}.source) to calibrate the general-quality judge"
+        )
     JUDGE_CALIBRATION_FILES = [f"{os.path.normpath(_ref['source'])}/{_ref['train_split']}.jsonl"]
 else:
     JUDGE_CALIBRATION_FILES = (

@@ -117,6 +117,8 @@ def _strings(leaf: Leaf, v: str | None) -> list[str]:
         return [k for k in BASELINE_KINDS if k != v]
     if name == "from_policy":
         return [f"{v}_edited"]  # valid only when the config has a second policy
+    if leaf.key == "judge.general_reference":  # a baseline name: one the shipped configs have
+        return [b for b in ("general", "rewardbench") if b != v]
     if name in REF_KEYS and v and "/" in v and not v.startswith(("results/", "/", ".", "~")):
         return [f"{v}-edited"]  # a hub id: another hub id (nothing is downloaded to build a DAG)
     if name in REF_KEYS or leaf.path[-2:-1] == ("files",):

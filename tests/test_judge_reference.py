@@ -103,7 +103,7 @@ def test_reference_pairs_errors(tmp_path):
 
 @pytest.mark.parametrize("edit, message", [
     (lambda c: c["judge"].update(general_reference="rewardbench"), "'rewardbench' is not a data.baselines entry"),
-    (lambda c: c["data"]["baselines"]["general"].update(train_split=None), "needs a local source and a train_split"),
+    (lambda c: c["data"]["baselines"]["general"].update(train_split=None), "needs a train_split"),
     (lambda c: c["judge"].update(backend="transformers"), "only the minilm judge rates general quality"),
 ])
 def test_config_errors(edit, message):

@@ -125,6 +125,8 @@ SKIP = [
          "read under reward.generative pointwise only; the demo scores generative RMs round_robin"),
     Skip(("demo",), "reward.profile_join", "read under reward.profile always only; the demo's RMs read the profile "
                                            "as on the benchmark (as_benchmark)"),
+    Skip(("paper", "replica"), "judge.general_reference", "a value is refused under an LLM judge: only the minilm "
+                                                           "judge rates general quality (check_config)"),
     Skip(("paper", "replica"), "judge.aspect_format", "numbered is refused with judge.aggregate mean_found "
                                                        "(check_config); judge.aggregate's own edit covers the pair"),
     Skip(("paper", "replica"), ("reward_models.skywork_v2_llama8b_profile.downstream",

@@ -15,7 +15,6 @@ import yaml
 from .config import SCHEMA_PATH, ConfigError, entry_with_defaults, validate_schema, with_defaults
 from .data.baselines import kind_info as baseline_kind
 from .data.demo_world import DEMO_PREFIX
-from .data.sources import is_local
 from .manifest import config_refs
 from .models import check_model_ref as _check_model_ref
 from .revisions import check_revision_value, is_hub
@@ -357,7 +356,7 @@ def check_config(config: dict) -> None:
 
 
 def _check_general_reference(config: dict, judge: dict) -> None:
-    """judge.general_reference names a local baseline with a train split, under the minilm judge."""
+    """judge.general_reference names a baseline with a train split, under the minilm judge."""
     ref = judge.get("general_reference")
     if ref is None:
         return
@@ -368,9 +367,9 @@ def _check_general_reference(config: dict, judge: dict) -> None:
     if ref not in baselines:
         raise ConfigError(f"{key}: {ref!r} is not a data.baselines entry (known: {sorted(baselines)})")
     b = baselines[ref]
-    if not b.get("train_split") or not is_local(b["source"]):
-        raise ConfigError(f"{key}: baseline {ref!r} needs a local source and a train_split (data.baselines.{ref}): "
-                          "the judge's references and thresholds come from its train pairs")
+    if not b.get("train_split"):
+        raise ConfigError(f"{key}: baseline {ref!r} needs a train_split (data.baselines.{ref}.train_split): the "
+                          "judge's references and thresholds come from its train pairs (rules/judge.smk: a local one)")
 
 
 def load_config(path: str | Path) -> dict:

@@ -14,7 +14,10 @@ Backends (config `judge.backend`), built by `load_judge(judge_cfg, seed)`:
   - `minilm` (`judge/minilm.py`): an offline judge for the demo: the MiniLM cosine similarity
     between each aspect and the answer's best-matching sentence, mapped to 0/1/2 by two thresholds
     calibrated on the train split (`calibrate_minilm`). The calibration is part of the judge's id,
-    so the cache never mixes calibrations.
+    so the cache never mixes calibrations. With `judge.general_reference: <baseline>` (the demo's
+    mirror world, `judge/reference.py`) it rates each answer's general quality instead: one 0/1/2
+    rating from the answer's best match among the baseline's preferred vs dispreferred train
+    sentences (`ReferenceJudge`, `calibrate_reference`), its references and thresholds in its id.
 `judge_items_cached` (`judge/cache.py`) keeps a cache keyed by judge id + question + answer +
 aspects, so each unique item is judged once across RMs, k values, policies and reruns: a folder of
 append-only JSONL shards, one writer per shard, no locks. The stage functions of rules
@@ -37,6 +40,7 @@ from .minilm import (
     minilm_batch_size,
     split_sentences,
 )
+from .reference import ReferenceJudge, calibrate_reference, reference_pairs
 from .stages import calibrate_judge_files, calibration_examples, judge_validity
 
 __all__ = [
@@ -45,4 +49,5 @@ __all__ = [
     "load_judge", "parse_ratings", "rubric_messages", "split_sentences", "calibrate_minilm", "minilm_batch_size",
     "item_key", "shard_name", "read_cache", "judge_items_cached",
     "calibration_examples", "calibrate_judge_files", "judge_validity",
+    "ReferenceJudge", "calibrate_reference", "reference_pairs",
 ]

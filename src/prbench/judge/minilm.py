@@ -64,7 +64,7 @@ class MiniLMJudge(RubricJudge):
             self.set_calibration(calibration)
 
     def set_calibration(self, calibration: dict) -> None:
-        if calibration.get("kind", "rubric") != "rubric":
+        if calibration.get("kind") not in (None, "rubric"):  # a calibration file, not a config key
             raise ValueError(f"judge calibration: a {calibration['kind']!r} calibration, not the rubric judge's "
                              "(judge.general_reference changed? rerun rule calibrate_judge)")
         t1, t2 = float(calibration["t1"]), float(calibration["t2"])
