@@ -53,13 +53,15 @@ class MiniLMEncoder:
 class MiniLMJudge(RubricJudge):
     """Rating per aspect = 0/1/2 by thresholds t1 < t2 on max-sentence cosine similarity."""
 
+    ID_PREFIX = "minilm"  # the judge id's first part (the general-quality judge: its own)
+
     def __init__(self, model_ref: str, calibration: dict | None = None, batch_size: int = 64,
                  max_length: int = 128, encoder: MiniLMEncoder | None = None, revision: str | None = None):
         self.model_ref = model_ref
         self.encoder = encoder or MiniLMEncoder(model_ref, max_length=max_length, batch_size=batch_size,
                                                 revision=revision)
         self.calibration = None
-        self.judge_id = f"minilm:{model_ref}:uncalibrated"
+        self.judge_id = f"{self.ID_PREFIX}:{model_ref}:uncalibrated"
         if calibration is not None:
             self.set_calibration(calibration)
 

@@ -19,8 +19,8 @@ import numpy as np
 
 from ..io import iter_jsonl, json_sha256
 from ..seeding import stable_seed
-from .base import JudgeItem, JudgeResult, RubricJudge, _result
-from .minilm import MiniLMEncoder, _youden_threshold, split_sentences
+from .base import JudgeItem, JudgeResult, _result
+from .minilm import MiniLMJudge, _youden_threshold, split_sentences
 
 PARAPHRASE_COS = 0.9
 GENERAL_ASPECT = "general quality (the answer's content against the general baseline's preferred answers)"
@@ -41,18 +41,11 @@ def reference_pairs(raw_files: Sequence[str]) -> list[dict]:
     return rows
 
 
-class ReferenceJudge(RubricJudge):
-    """One 0/1/2 rating per item from q = best cosine to a good reference - best cosine to a bad one."""
+class ReferenceJudge(MiniLMJudge):
+    """One 0/1/2 rating per item from q = best cosine to a good reference - best cosine to a bad one
+    (the rubric judge's encoder and constructor; its own calibration, id prefix and rating)."""
 
-    def __init__(self, model_ref: str, calibration: dict | None = None, batch_size: int = 64,
-                 max_length: int = 128, encoder: MiniLMEncoder | None = None, revision: str | None = None):
-        self.model_ref = model_ref
-        self.encoder = encoder or MiniLMEncoder(model_ref, max_length=max_length, batch_size=batch_size,
-                                                revision=revision)
-        self.calibration = None
-        self.judge_id = f"minilm-general:{model_ref}:uncalibrated"
-        if calibration is not None:
-            self.set_calibration(calibration)
+    ID_PREFIX = "minilm-general"
 
     def set_calibration(self, calibration: dict) -> None:
         if calibration.get("kind") != "general":
