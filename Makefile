@@ -70,8 +70,11 @@ lint: install
 	$(BIN)/snakefmt --check Snakefile rules
 	$(BIN)/snakemake --lint --profile profiles/demo
 
+# Two test workers (pytest-xdist; PYTEST_WORKERS=1 runs them in one process): a test module is one unit
+# of work, the longest first (tests/conftest.py). One OMP thread each unless told.
+PYTEST_WORKERS ?= 2
 test: install
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} HF_HUB_OFFLINE=1 $(BIN)/pytest -q -rs
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} HF_HUB_OFFLINE=1 $(BIN)/pytest -q -rs -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 # The edit loop: the suite less the end-to-end runs (marker slow) and the tests that start Snakemake
 # (marker dag: `pytest -m "dag and not slow"` runs those after an edit to rules/). Installs only into

@@ -27,15 +27,17 @@ GENERAL_ASPECT = "general quality (the answer's content against the general base
 
 
 def reference_pairs(raw_files: Sequence[str]) -> list[dict]:
-    """{id, chosen, rejected} of the baseline's train files (RewardBench schema), in file order."""
+    """{id, chosen, rejected} of the baseline's train files (RewardBench schema), in file order. The id
+    is the file's position in the list and the row's own id (its line number without one), never the
+    path: the seeded split must not change with the directory the files sit in."""
     rows = []
-    for path in raw_files:
+    for k, path in enumerate(raw_files):
         for i, row in enumerate(iter_jsonl(path), 1):
             for key in ("chosen", "rejected"):
                 if not isinstance(row.get(key), str):
                     raise ValueError(f"{path}: row {i}: field {key!r} missing or not text "
                                      "(needed to calibrate the general-quality judge)")
-            rows.append({"id": f"{path}:{row.get('id', i)}", "chosen": row["chosen"], "rejected": row["rejected"]})
+            rows.append({"id": f"{k}:{row.get('id', i)}", "chosen": row["chosen"], "rejected": row["rejected"]})
     if len(rows) < 4:
         raise ValueError(f"{list(raw_files)}: {len(rows)} train pairs; the general-quality judge needs at least 4")
     return rows
@@ -81,14 +83,11 @@ class ReferenceJudge(MiniLMJudge):
         out = [best_good[[idx[s] for s in ss]].max() - best_bad[[idx[s] for s in ss]].max() for ss in sents_per]
         return np.round(np.asarray(out, dtype=float), 4)
 
-    def rate(self, q: float) -> int:
-        t1, t2 = self.calibration["t1"], self.calibration["t2"]
-        return 0 if q < t1 else (1 if q < t2 else 2)
-
     def judge(self, items: Sequence[JudgeItem]) -> list[JudgeResult]:
+        """One rating per item: its q through the rubric judge's `rate` (t1, t2 of this calibration)."""
         if self.calibration is None:
             raise RuntimeError("general-quality judge is not calibrated: run rule calibrate_judge")
-        return [_result([self.rate(q)], 0) for q in self.quality([it.answer for it in items])]
+        return [_result([r], 0) for r in self.rate(self.quality([it.answer for it in items]))]
 
 
 def _references(judge: ReferenceJudge, pairs: Sequence[dict]) -> dict:
@@ -124,8 +123,7 @@ def calibrate_reference(judge: ReferenceJudge, pairs: Sequence[dict], seed: int)
            "chosen_mean_q": float(qc.mean()), "rejected_mean_q": float(qr.mean())}
     judge.set_calibration(cal)
     judge._refs = (G, B)
-    rc = np.array([judge.rate(q) for q in qc])
-    rr = np.array([judge.rate(q) for q in qr])
+    rc, rr = np.array(judge.rate(qc)), np.array(judge.rate(qr))
     cal["calibration_chosen_above_rejected"] = float((rc > rr).mean())
     cal["judge_id"] = judge.judge_id
     return cal
