@@ -45,7 +45,8 @@ def reference_pairs(raw_files: Sequence[str]) -> list[dict]:
 
 class ReferenceJudge(MiniLMJudge):
     """One 0/1/2 rating per item from q = best cosine to a good reference - best cosine to a bad one
-    (the rubric judge's encoder and constructor; its own calibration, id prefix and rating)."""
+    (the rubric judge's encoder, constructor and thresholds-to-rating `rate`; its own calibration, id prefix
+    and the quantity rated, q)."""
 
     ID_PREFIX = "minilm-general"
 
