@@ -11,7 +11,15 @@
 # reruns the evaluation, not a training.
 POLICY_EVAL = pick(
     config["ppo"],
-    ["temperature", "eval_greedy", "eval_top_p", "eval_max_new_tokens", "eval_questions_per_subset", "eval_posts"],
+    [
+        "temperature",
+        "eval_greedy",
+        "eval_samples",
+        "eval_top_p",
+        "eval_max_new_tokens",
+        "eval_questions_per_subset",
+        "eval_posts",
+    ],
 )
 
 

@@ -168,7 +168,7 @@ def test_ppo_reward_scale_reaches_train_ppo(scratch, tmp_path):
 def test_ppo_eval_top_p_reaches_the_evaluation(scratch, tmp_path):
     """ppo.eval_top_p is read by the evaluation's answer generation (base and trained policies),
     never by a training job."""
-    jobs = _dry_run(scratch, _edit("ppo", "eval_top_p", 0.9), tmp_path, "ppo_eval_top_p")
+    jobs = _dry_run(scratch, _edit("ppo", "eval_top_p", 0.8), tmp_path, "ppo_eval_top_p")
     assert {"base_answers", "eval_policy", "ppo_table", "grpo_table"} <= jobs
     assert not jobs & {"train_ppo", "train_grpo"}
 

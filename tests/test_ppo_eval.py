@@ -140,3 +140,52 @@ def test_base_answers_file_missing_a_question_is_named(tmp_path):
         judge_policy(answers, [{"question_id": "q0", "answer": "b"}], {"q0": ["a"], "q1": ["a"]},
                      {"q0": "?", "q1": "?"}, _AnswerJudge(), str(tmp_path / "c"), "x.jsonl",
                      base_source="results/ppo/pol/base_answers.jsonl")
+
+
+def test_several_answers_per_question_are_averaged_and_paired(tmp_path):
+    """ppo.eval_samples: each question's score is the mean over its answers (unscored ones left
+    out and counted), for the trained and the base policy alike; the table reads those means."""
+    questions = {"q0": "question 0?", "q1": "question 1?"}
+    aspects = {q: ["likes jazz"] for q in questions}
+    answers = [{"question_id": "q0", "subset": "A", "answer": "x", "answers": ["x", "xx", "bad"]},
+               {"question_id": "q1", "subset": "A", "answer": "xxx", "answers": ["xxx", "xxxx", "xxxxx"]}]
+    base = [{"question_id": "q0", "answer": "y", "answers": ["y", "y", "yyy"]},
+            {"question_id": "q1", "answer": "bad", "answers": ["bad", "bad", "bad"]}]
+    rows = judge_policy(answers, base, aspects, questions, _AnswerJudge(), str(tmp_path / "cache"), "x.jsonl")
+    assert rows[0]["scores"][:2] == [1.0, 2.0] and math.isnan(rows[0]["scores"][2])
+    assert rows[0]["score"] == 1.5 and rows[0]["base_score"] == pytest.approx(2 / 3)  # (1 + 1 + 0) / 3
+    assert rows[0]["outcome"] == 1.0 and rows[0]["judge_failures"] == 1
+    assert rows[0]["answers"] == ["x", "xx", "bad"] and rows[0]["base_answers"] == ["y", "y", "yyy"]
+    assert rows[1]["score"] == 1.0 and math.isnan(rows[1]["base_score"]) and rows[1]["judge_failures"] == 3
+    write_jsonl(tmp_path / "j.jsonl", rows)
+    t = policy_table_rows({("pol", "rm"): tmp_path / "j.jsonl"}, 0, 0).iloc[0]
+    assert t["mean"] == pytest.approx(1.25) and t["judge_failures"] == 4
+    assert t["diff_base"] == pytest.approx(1.5 - 2 / 3)  # q1 has no scored base answer: left out
+    with pytest.raises(ValueError, match="question q0 has 1 base answers and 3 trained ones.*ppo.eval_samples"):
+        judge_policy(answers[:1], [{"question_id": "q0", "answer": "y"}], aspects, questions, _AnswerJudge(),
+                     str(tmp_path / "cache"), "x.jsonl")
+
+
+def test_sampled_evaluation_writes_eval_samples_answers_with_shared_noise(tmp_path):
+    """eval_greedy false: eval_samples answers per question; the same policy draws the same answers
+    for the trained and the base side (sample j of a question uses the same noise), so it ties."""
+    policy = make_policy_dir(tmp_path / "policy")
+    rows = make_prompt_rows(4, subsets=("A",))
+    write_jsonl(tmp_path / "eval.jsonl", rows)
+    write_jsonl(tmp_path / "keys.jsonl", [
+        {"pair_id": f"p{r['question_id']}", "question_id": r["question_id"], "subset": r["subset"],
+         "rubric_aspects": [{"aspect": "mentions music", "evidence": "", "reason": ""}], "narrative": ""}
+        for r in rows])
+    cfg = dict(PPO, eval_greedy=False, eval_samples=3, eval_top_p=0.9, eval_max_new_tokens=6)
+    write_base_answers(str(policy), tmp_path / "eval.jsonl", tmp_path / "base.jsonl", cfg, seed=0)
+    base = read_jsonl(tmp_path / "base.jsonl")
+    assert [len(b["answers"]) for b in base] == [3, 3] and all(b["answer"] == b["answers"][0] for b in base)
+    assert any(len(set(b["answers"])) > 1 for b in base)  # sampled, not one greedy answer thrice
+    eval_policy(str(policy), tmp_path / "base.jsonl", tmp_path / "eval.jsonl", tmp_path / "keys.jsonl",
+                JUDGE, str(tmp_path / "cache"), tmp_path / "judged.jsonl", cfg, seed=0)
+    for r in read_jsonl(tmp_path / "judged.jsonl"):
+        assert r["answers"] == r["base_answers"] and len(r["scores"]) == 3
+        assert r["score"] == pytest.approx(np.mean(r["scores"])) and r["outcome"] == 0.5
+    one = dict(cfg, eval_samples=1)
+    write_base_answers(str(policy), tmp_path / "eval.jsonl", tmp_path / "one.jsonl", one, seed=0)
+    assert all("answers" not in b for b in read_jsonl(tmp_path / "one.jsonl"))

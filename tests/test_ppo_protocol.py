@@ -273,3 +273,23 @@ def test_drop_last_leaves_the_partial_batch_out():
 def test_drop_last_refuses_a_run_without_a_step():
     with pytest.raises(ValueError, match="ppo.drop_last"):
         resolve_settings({**BASE, "total_episodes": 5, "drop_last": True}, 20)
+
+
+def test_eval_samples_needs_sampled_evaluation():
+    import copy
+    from pathlib import Path
+
+    import yaml
+
+    from prbench.config import ConfigError
+    from prbench.validation import check_config
+
+    cfg = yaml.safe_load((Path(__file__).parents[1] / "configs" / "demo.yaml").read_text())
+    bad = copy.deepcopy(cfg)
+    bad["ppo"].update(eval_greedy=True, eval_samples=2)
+    with pytest.raises(ConfigError, match="ppo.eval_samples: 2 answers per question, but ppo.eval_greedy is true"):
+        check_config(bad)
+    for greedy, n in ((True, 1), (False, 1), (False, 4)):
+        ok = copy.deepcopy(cfg)
+        ok["ppo"].update(eval_greedy=greedy, eval_samples=n)
+        check_config(ok)

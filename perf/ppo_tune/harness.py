@@ -14,7 +14,7 @@ torch.set_num_threads(1)
 from prbench.prompts import configure as configure_prompts  # noqa
 
 name, method, over = sys.argv[1], sys.argv[2], json.loads(sys.argv[3] if len(sys.argv) > 3 else "{}")
-P = json.load(open("exp/params.json"))
+P = json.load(open(os.environ.get("PARAMS", "exp/params.json")))
 P["seed"] = int(os.environ.get("SEED", P["seed"]))
 configure_prompts(P["prompts"])
 import logging

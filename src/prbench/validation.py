@@ -323,6 +323,9 @@ def check_config(config: dict) -> None:
         raise ConfigError("config key ppo.mini_batch_size: larger than ppo.batch_size")
     if ppo["batch_size"] % ppo["mini_batch_size"]:
         raise ConfigError("config key ppo.mini_batch_size: must divide ppo.batch_size")
+    if ppo["eval_greedy"] and ppo["eval_samples"] > 1:
+        raise ConfigError(f"config key ppo.eval_samples: {ppo['eval_samples']} answers per question, but "
+                          "ppo.eval_greedy is true (greedy decoding gives one answer); set eval_greedy: false")
     top_k = config["retriever"]["top_k"]
     if ppo["eval_posts"] is not None and ppo["eval_posts"] > top_k:
         raise ConfigError(f"config key ppo.eval_posts: {ppo['eval_posts']} posts, but the prompts hold only "

@@ -2,9 +2,10 @@
 
 The trained policy and the untrained base policy answer the same evaluation questions (the first
 `ppo.eval_questions_per_subset` of each subset, `prompt_rows.select_eval_prompts`, each showing its
-first `ppo.eval_posts` profile posts; greedy unless `ppo.eval_greedy` is false), the cached judge
-(`prbench.judge`, as for BoN) scores both answers against each question's rubric aspects, and each
-question's outcome is a win, tie or loss against the base policy. `write_policy_table` summarises
+first `ppo.eval_posts` profile posts; one greedy answer, or `ppo.eval_samples` sampled ones when
+`ppo.eval_greedy` is false), the cached judge (`prbench.judge`, as for BoN) scores the answers against
+each question's rubric aspects (a question's score: the mean over its answers), and each question's
+outcome is a win, tie or loss against the base policy. `write_policy_table` summarises
 each (policy, rm) over all its questions (subset "all") and per subset: bootstrap mean and CI of
 the judge score, base mean, win/tie/loss rates, the count of unparseable judgements, the paired
 difference to the base policy on the same questions with its bootstrap CI over questions
@@ -40,19 +41,29 @@ log = logging.getLogger("prbench.downstream.evaluation")
 def policy_answers(model_path: str, prompts: Sequence[dict], ppo_cfg: dict, seed: int,
                    trust_remote_code: bool = False, device: str = "auto", batch_size: int = 32,
                    revision: str | None = None) -> list[dict]:
-    """One answer per prompt (greedy unless `ppo.eval_greedy` is false; then one sample at
-    `ppo.temperature` and `ppo.eval_top_p`, the authors' evaluation)."""
+    """Answers to each prompt: one greedy answer (`ppo.eval_greedy`), or `ppo.eval_samples` samples
+    at `ppo.temperature` and `ppo.eval_top_p` (the authors' evaluation: one sample at 1.0 / 0.9).
+    A row holds `answer` (the first) and, with several samples, `answers` (all of them). Sample j of
+    a question draws the same noise for every policy (`generate_answers`' seeding), so the trained
+    and the base policy's j-th answers are paired."""
     ppo_cfg = entry_with_defaults(ppo_cfg, "ppo")  # the job's picked keys; the schema fills the rest
+    greedy = bool(ppo_cfg["eval_greedy"])
+    n = 1 if greedy else int(ppo_cfg["eval_samples"])
     model, tok = load_policy_model(model_path, trust_remote_code, device, revision=revision)
-    answers = generate_answers(model, tok, list(prompts), n=1,
+    answers = generate_answers(model, tok, list(prompts), n=n,
                                **sampling_settings({"temperature": ppo_cfg["temperature"],
                                                     "top_p": ppo_cfg["eval_top_p"]}),
                                max_new_tokens=int(ppo_cfg["eval_max_new_tokens"]),
-                               seed=stable_seed(seed, "ppo-eval"), batch_size=batch_size,
-                               greedy=bool(ppo_cfg["eval_greedy"]))
+                               seed=stable_seed(seed, "ppo-eval"), batch_size=batch_size, greedy=greedy)
     if len(answers) != len(prompts):
         raise RuntimeError(f"generate_answers returned {len(answers)} answer lists for {len(prompts)} prompts")
-    return [{"question_id": p["question_id"], "subset": p["subset"], "answer": a[0]} for p, a in zip(prompts, answers)]
+    return [{"question_id": p["question_id"], "subset": p["subset"], "answer": a[0],
+             **({"answers": a} if n > 1 else {})} for p, a in zip(prompts, answers)]
+
+
+def answer_list(row: dict) -> list[str]:
+    """A policy-answer row's answers: `answers` (several samples) or its one `answer`."""
+    return list(row["answers"]) if "answers" in row else [row["answer"]]
 
 
 def eval_prompt_rows(eval_prompts: str, ppo_cfg: dict, subset: str | None = None) -> list[dict]:
@@ -100,8 +111,11 @@ def judge_policy(answers: Sequence[dict], base_answers: Sequence[dict], aspects:
                  questions: dict[str, str], judge, cache_dir: str, shard: str,
                  base_source: str = "base answers") -> list[dict]:
     """Judge trained and base answers (same cached judge as BoN; this job writes cache shard
-    `shard`) and compare them per question. An unparseable judgement (NaN) leaves that answer
-    unscored and its comparison NaN; it is counted in `judge_failures`, the other rows stand."""
+    `shard`) and compare them per question. With several answers per question (`ppo.eval_samples`)
+    a question's `score` / `base_score` is the mean of its answers' judge scores (`scores` /
+    `base_scores` hold each), over the answers that were scored. An unparseable judgement (NaN)
+    leaves that answer unscored (a question with none scored is NaN, its comparison too); it is
+    counted in `judge_failures`, the other answers and rows stand."""
     base = {r["question_id"]: r for r in base_answers}
     missing = [a["question_id"] for a in answers if a["question_id"] not in base]
     if missing:
@@ -110,20 +124,33 @@ def judge_policy(answers: Sequence[dict], base_answers: Sequence[dict], aspects:
     no_key = [a["question_id"] for a in answers if a["question_id"] not in aspects]
     if no_key:
         raise ValueError(f"judge key has no rubric for {len(no_key)} evaluation questions, e.g. {no_key[:3]}")
-    items = [JudgeItem(question=questions[a["question_id"]], answer=a["answer"], aspects=aspects[a["question_id"]])
-             for a in answers]
-    items += [JudgeItem(question=questions[a["question_id"]], answer=base[a["question_id"]]["answer"],
-                        aspects=aspects[a["question_id"]]) for a in answers]
-    res = judge_items_cached(judge, items, cache_dir, shard)
-    n = len(answers)
+    pairs = [(a, answer_list(a), answer_list(base[a["question_id"]])) for a in answers]
+    for a, own, theirs in pairs:
+        if len(own) != len(theirs):
+            raise ValueError(f"{base_source}: question {a['question_id']} has {len(theirs)} base answers and "
+                             f"{len(own)} trained ones (rerun rule base_answers with the same ppo.eval_samples)")
+    items = [JudgeItem(question=questions[a["question_id"]], answer=text, aspects=aspects[a["question_id"]])
+             for a, own, theirs in pairs for text in own + theirs]
+    res = iter(judge_items_cached(judge, items, cache_dir, shard))
     out = []
-    for a, r, b in zip(answers, res[:n], res[n:]):
-        s, bs = float(r.score), float(b.score)
-        out.append({"question_id": a["question_id"], "subset": a["subset"], "answer": a["answer"],
-                    "score": s, "base_score": bs, "outcome": outcome(s, bs),
-                    "base_answer": base[a["question_id"]]["answer"],
-                    "judge_failures": int(r.failed or not math.isfinite(s)) + int(b.failed or not math.isfinite(bs))})
+    for a, own, theirs in pairs:
+        mine, other = [next(res) for _ in own], [next(res) for _ in theirs]
+        s, bs = _mean_score(mine), _mean_score(other)
+        row = {"question_id": a["question_id"], "subset": a["subset"], "answer": a["answer"],
+               "score": s, "base_score": bs, "outcome": outcome(s, bs),
+               "base_answer": base[a["question_id"]]["answer"],
+               "judge_failures": sum(int(r.failed or not math.isfinite(float(r.score))) for r in mine + other)}
+        if len(own) > 1:
+            row.update(answers=own, base_answers=theirs, scores=[float(r.score) for r in mine],
+                       base_scores=[float(r.score) for r in other])
+        out.append(row)
     return out
+
+
+def _mean_score(results) -> float:
+    """The mean judge score of one question's answers over those scored (NaN when none is)."""
+    vals = [float(r.score) for r in results if math.isfinite(float(r.score))]
+    return float(np.mean(vals)) if vals else float("nan")
 
 
 def eval_policy(model_dir: str, base_answers_path: str, eval_prompts: str, judge_keys: str, judge_cfg: dict,
