@@ -90,7 +90,7 @@ SKIP = [
     Skip(ALL, "revisions.lock", "a location, not a param: every job finds the lock through prbench.job.start "
                                 "and the manifest (left out here, it reads the whole config) reads it; moving "
                                 "the lock reruns nothing (docs/DESIGN.md, \"Revision lock\")"),
-    Skip(("demo",), "ppo.eval_greedy", "the demo samples 8 answers per question (ppo.eval_samples), which greedy "
+    Skip(("demo",), "ppo.eval_greedy", "the demo samples 6 answers per question (ppo.eval_samples), which greedy "
                                        "decoding refuses (check_config): no one-key edit is valid; the paper and "
                                        "replica configs (1 answer) edit it"),
     Skip(("replica", "paper"), "demo.*", "demo only: the demo world is not in this DAG"),

@@ -150,3 +150,20 @@ def test_train_demo_policy_tiny(tmp_path):
     assert model.config.num_hidden_layers == 1 and tok.chat_template == dp.CHAT_TEMPLATE
     ans = pol.generate_answers(model, tok, ROWS[:2], n=2, max_new_tokens=10, seed=0, progress=False)
     assert all(isinstance(s, str) for x in ans for s in x)
+
+
+def test_top_p_drop_needs_only_the_top_k_where_the_nucleus_fits():
+    """The top-k shortcut drops exactly the tokens the full sort drops: peaked rows (nucleus inside
+    the top k), flat rows (the full sort) and a mix of both in one batch."""
+    gen = torch.Generator().manual_seed(0)
+    peaked = torch.randn(40, 2048, generator=gen) * 6.0
+    flat = torch.randn(40, 2048, generator=gen) * 0.3
+    for logits in (peaked, flat, torch.cat([peaked[:20], flat[:20]])):
+        for p in (0.5, 0.9, 0.99):
+            full = pol.top_p_drop(logits, p, k=logits.shape[-1])  # the whole vocabulary sorted, every row
+            assert torch.equal(pol.top_p_drop(logits, p, k=64), full)
+            probs = torch.softmax(logits, -1)
+            kept = probs.masked_fill(full, 0.0).sum(-1)
+            smallest_kept = probs.masked_fill(full, 2.0).min(-1).values
+            assert bool((kept >= p - 1e-6).all()) and bool((kept - smallest_kept < p + 1e-6).all())
+    assert bool(pol.top_p_drop(peaked, 0.9, k=64)[:, :].sum(-1).min() > 1900)  # a peaked row keeps few tokens

@@ -96,6 +96,34 @@ def hashed_uniform(row_seeds, step: int, vocab: int):
     return (x.to(torch.float64) + 0.5) / 4294967296.0
 
 
+def top_p_drop(logits, top_p: float, k: int = 64):
+    """The tokens outside the nucleus: in order of falling probability, a token is dropped once the
+    probability before it reaches `top_p` (the first token is always kept). Rows whose nucleus ends
+    within their `k` most likely tokens need only those (`torch.topk`); the rest sort the whole
+    vocabulary. Both read the same probabilities, so the split changes no decision (ties at the
+    nucleus' edge aside, which either order may break)."""
+    import torch
+
+    probs = torch.softmax(logits, dim=-1)
+    vocab = probs.shape[-1]
+    drop = torch.ones_like(probs, dtype=torch.bool)
+    if k < vocab:
+        top, idx = torch.topk(probs, k, dim=-1)
+        before = top.cumsum(-1) - top
+        inside = before[:, -1] >= top_p  # the k-th token is dropped: the nucleus lies in the top k
+        if bool(inside.any()):
+            rows = inside.nonzero(as_tuple=True)[0]
+            drop[rows] = drop[rows].scatter(-1, idx[rows], before[rows] >= top_p)
+        rest = (~inside).nonzero(as_tuple=True)[0]
+    else:
+        rest = torch.arange(probs.shape[0], device=probs.device)
+    if len(rest):
+        top, idx = torch.sort(probs[rest], descending=True, dim=-1)
+        before = top.cumsum(-1) - top
+        drop[rest] = torch.zeros_like(before, dtype=torch.bool).scatter(-1, idx, before >= top_p)
+    return drop
+
+
 class GumbelSampler:
     """Logits processor turning greedy decoding into seeded sampling (temperature + top-p).
 
@@ -118,11 +146,7 @@ class GumbelSampler:
             kth = torch.topk(logits, self.top_k, dim=-1).values[..., -1:]
             logits = logits.masked_fill(logits < kth, float("-inf"))
         if self.top_p < 1.0:
-            sorted_logits, idx = torch.sort(logits, descending=True, dim=-1)
-            cum = torch.softmax(sorted_logits, dim=-1).cumsum(-1)
-            drop_sorted = (cum - torch.softmax(sorted_logits, dim=-1)) >= self.top_p  # keep the first token always
-            drop = torch.zeros_like(drop_sorted).scatter(-1, idx, drop_sorted)
-            logits = logits.masked_fill(drop, float("-inf"))
+            logits = logits.masked_fill(top_p_drop(logits, self.top_p), float("-inf"))
         u = hashed_uniform(self.row_seeds.to(logits.device), step, logits.shape[-1])
         gumbel = -torch.log(-torch.log(u))
         return (logits.double() + gumbel).to(torch.float32)
