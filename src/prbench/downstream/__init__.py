@@ -254,7 +254,8 @@ def run_files(paths: str | Path | Sequence[str | Path]) -> list[str | Path]:
 def judged_measures(method: str, runs: Mapping[tuple, str | Sequence[str]]) -> pd.DataFrame:
     """Measures of a trained-policy method from its runs' eval_judged.jsonl (rule eval_policy):
     judge_score (the trained policy's judge score) and win_rate (1 win / 0.5 tie / 0 loss against
-    the base policy's answer; NaN when either answer is unscored), one row each per question.
+    the base policy's answer, or the mean over its answers with `ppo.eval_samples` > 1; NaN when
+    either is unscored), one row each per question.
     A (policy, rm) trained per subset (ppo.per_subset) gives one file per subset: each contributes
     its subset's questions, so the rows have the pooled run's shape (a mean over them is the
     question-weighted mean over the subsets). A key (policy, rm, replicate) is one training seed of

@@ -101,7 +101,8 @@ def load_judge_aspects(path: str) -> dict[str, list[str]]:
 
 
 def outcome(score: float, base: float) -> float:
-    """1 win / 0.5 tie / 0 loss against the base policy; NaN when either is unscored."""
+    """1 win / 0.5 tie / 0 loss against the base policy (a question's scores: the means over its
+    answers when there are several); NaN when either is unscored."""
     if not (math.isfinite(score) and math.isfinite(base)):
         return float("nan")
     return 1.0 if score > base else 0.0 if score < base else 0.5
@@ -113,7 +114,9 @@ def judge_policy(answers: Sequence[dict], base_answers: Sequence[dict], aspects:
     """Judge trained and base answers (same cached judge as BoN; this job writes cache shard
     `shard`) and compare them per question. With several answers per question (`ppo.eval_samples`)
     a question's `score` / `base_score` is the mean of its answers' judge scores (`scores` /
-    `base_scores` hold each), over the answers that were scored. An unparseable judgement (NaN)
+    `base_scores` hold each), each side over its own answers that were scored (a failed judgement
+    leaves only that answer out of its side's mean; the sides share their sampling noise, not
+    their failures). An unparseable judgement (NaN)
     leaves that answer unscored (a question with none scored is NaN, its comparison too); it is
     counted in `judge_failures`, the other answers and rows stand."""
     base = {r["question_id"]: r for r in base_answers}
@@ -165,7 +168,8 @@ def eval_policy(model_dir: str, base_answers_path: str, eval_prompts: str, judge
     write_jsonl(out_path, rows)
     fails = sum(r["judge_failures"] for r in rows)
     if fails:
-        log.warning("judge failed on %d of %d trained/base answers", fails, 2 * len(rows))
+        log.warning("judge failed on %d of %d trained/base answers", fails,
+                    sum(len(r.get("scores", [None])) + len(r.get("base_scores", [None])) for r in rows))
     return {"n": len(rows), "judge_failures": fails}
 
 
