@@ -169,7 +169,7 @@ def eval_policy(model_dir: str, base_answers_path: str, eval_prompts: str, judge
     fails = sum(r["judge_failures"] for r in rows)
     if fails:
         log.warning("judge failed on %d of %d trained/base answers", fails,
-                    sum(len(r.get("scores", [None])) + len(r.get("base_scores", [None])) for r in rows))
+                    2 * sum(len(answer_list(a)) for a in answers))
     return {"n": len(rows), "judge_failures": fails}
 
 
