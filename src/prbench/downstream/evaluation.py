@@ -116,9 +116,9 @@ def judge_policy(answers: Sequence[dict], base_answers: Sequence[dict], aspects:
     a question's `score` / `base_score` is the mean of its answers' judge scores (`scores` /
     `base_scores` hold each), each side over its own answers that were scored (a failed judgement
     leaves only that answer out of its side's mean; the sides share their sampling noise, not
-    their failures). An unparseable judgement (NaN)
-    leaves that answer unscored (a question with none scored is NaN, its comparison too); it is
-    counted in `judge_failures`, the other answers and rows stand."""
+    their failures). An unparseable judgement (NaN) leaves that answer unscored (a question with
+    none scored is NaN, its comparison too); it is counted in `judge_failures`, the other answers
+    and rows stand."""
     base = {r["question_id"]: r for r in base_answers}
     missing = [a["question_id"] for a in answers if a["question_id"] not in base]
     if missing:

@@ -105,22 +105,18 @@ def top_p_drop(logits, top_p: float, k: int = 64):
     import torch
 
     probs = torch.softmax(logits, dim=-1)
-    vocab = probs.shape[-1]
     drop = torch.ones_like(probs, dtype=torch.bool)
-    if k < vocab:
+    rest = torch.arange(probs.shape[0], device=probs.device)  # the rows that need the full sort
+    if k < probs.shape[-1]:
         top, idx = torch.topk(probs, k, dim=-1)
         before = top.cumsum(-1) - top
         inside = before[:, -1] >= top_p  # the k-th token is dropped: the nucleus lies in the top k
-        if bool(inside.any()):
-            rows = inside.nonzero(as_tuple=True)[0]
-            drop[rows] = drop[rows].scatter(-1, idx[rows], before[rows] >= top_p)
-        rest = (~inside).nonzero(as_tuple=True)[0]
-    else:
-        rest = torch.arange(probs.shape[0], device=probs.device)
+        drop[inside] = drop[inside].scatter(-1, idx[inside], before[inside] >= top_p)
+        rest = rest[~inside]
     if len(rest):
         top, idx = torch.sort(probs[rest], descending=True, dim=-1)
         before = top.cumsum(-1) - top
-        drop[rest] = torch.zeros_like(before, dtype=torch.bool).scatter(-1, idx, before >= top_p)
+        drop[rest] = drop[rest].scatter(-1, idx, before >= top_p)
     return drop
 
 
