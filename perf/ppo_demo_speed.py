@@ -6,12 +6,17 @@ With the demo artifacts present (results/models/policy/demo_policy, results/mode
 results/data/prompts/train.jsonl) it times the real demo run; otherwise a stand-in of the same
 size: a Llama policy (configs/demo.yaml demo_training.policy: hidden 128, 2 layers, vocab 2048)
 and a 3-layer MiniLM classifier RM, on synthetic prompts with 4 profile posts.
-Settings are configs/demo.yaml `ppo:`. Prints seconds per run and per PPO step.
+Settings are configs/demo.yaml `ppo:`. Prints seconds per run and per PPO step, wall and CPU.
+`--no-frozen-heap` runs without `train.frozen_heap` (trl's per-step `gc.collect()` then rescans
+the whole heap): run it and the default one after the other for the ratio (perf/README.md "PPO steps").
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import random
+import resource
 import sys
 import tempfile
 import time
@@ -22,6 +27,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+from prbench.downstream.ppo import train as ppo_train  # noqa: E402
 from prbench.downstream.ppo.train import train_ppo  # noqa: E402
 from prbench.io import write_jsonl  # noqa: E402
 from prbench.models import resolve_model_ref  # noqa: E402
@@ -60,13 +66,38 @@ def stand_in(tmp: Path, cfg: dict, prompts: Path) -> tuple[str, dict, Path]:
     return str(tmp / "policy"), spec, tmp / "train.jsonl"
 
 
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _time_collections() -> list:
+    """[seconds, calls] spent in `gc.collect()` from here on (trl's loop calls it as `gc.collect()`)."""
+    total, collect = [0.0, 0], gc.collect
+
+    def timed(*args, **kw):
+        t = time.process_time()
+        try:
+            return collect(*args, **kw)
+        finally:
+            total[0] += time.process_time() - t
+            total[1] += 1
+
+    gc.collect = timed
+    return total
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rm", default="pers_profile")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--config", default=str(REPO / "configs/demo.yaml"))
+    ap.add_argument("--no-frozen-heap", action="store_true", help="leave the heap unfrozen during training")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    if a.no_frozen_heap:
+        ppo_train.frozen_heap = contextlib.nullcontext
+    in_gc = _time_collections()
     cfg = load_config(a.config)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -82,11 +113,14 @@ def main():
             what = "stand-in models (demo models not built yet), " + (
                 "demo prompts" if prompts.exists() else "synthetic prompts")
             pol, spec, prompts = stand_in(tmp, cfg, prompts)
-        t0 = time.time()
+        t0, c0 = time.time(), _cpu()
         res = train_ppo(str(pol), spec, prompts, tmp / "out", tmp / "out/model", tmp / "out/train_log.csv",
                         dict(cfg["ppo"]), cfg["seed"], run_name=f"bench/{a.rm}")
-        dt = time.time() - t0
-    print(f"{what}: {res['steps']} PPO steps x {cfg['ppo']['batch_size']} rollouts, response_length "
+        dt, cpu = time.time() - t0, _cpu() - c0
+    heap = "unfrozen" if a.no_frozen_heap else "frozen"
+    print(f"{what}, heap {heap}, CPU {cpu:.1f} s, in {in_gc[1]} gc.collect() calls {in_gc[0]:.1f} s: "
+          f"{res['steps']} PPO steps x {cfg['ppo']['batch_size']} "
+          f"rollouts, response_length "
           f"{cfg['ppo']['response_length']}, threads {a.threads}: {dt:.1f} s ({dt / res['steps']:.2f} s/step); "
           f"reward failures {res['reward_failures']}")
 

@@ -25,7 +25,9 @@ class RecordingRM(LengthRM):
 
     def score(self, requests):
         self.requests += list(requests)
-        return super().score(requests)
+        out = super().score(requests)
+        self.scores = getattr(self, "scores", []) + list(out.scores)
+        return out
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +64,11 @@ def test_tiny_run_writes_model_and_log_through_the_adapter(setup):
     by_q = {r["question"]: tuple(r["profile"]) for r in rows}
     assert all(by_q[r.question] == r.profile for r in rm.requests)
     assert np.allclose(log["reward"], log["reward_raw_mean"])  # reward_scale 1
+    # each step's rollouts' spread (the reward rise's interval is over the rollouts)
+    per_step = np.asarray(rm.scores, dtype=float).reshape(3, 8)
+    assert (log["reward_n"] == 8).all()
+    np.testing.assert_allclose(log["reward"], per_step.mean(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(log["reward_sd"], per_step.std(axis=1, ddof=1), rtol=1e-5)  # csv: 6 digits
     assert (out / "model" / "config.json").exists() and (out / "model" / "tokenizer_config.json").exists()
     assert not (out / "trl").exists()  # trl's scratch folder is removed
 

@@ -167,3 +167,34 @@ def test_top_p_drop_needs_only_the_top_k_where_the_nucleus_fits():
             smallest_kept = probs.masked_fill(full, 2.0).min(-1).values
             assert bool((kept >= p - 1e-6).all()) and bool((kept - smallest_kept < p + 1e-6).all())
     assert bool(pol.top_p_drop(peaked, 0.9, k=64)[:, :].sum(-1).min() > 1900)  # a peaked row keeps few tokens
+
+
+def test_top_p_drop_sums_in_float64_and_ignores_the_batch():
+    """The nucleus edge is decided by float64 running sums of the (float32) probabilities, as numpy
+    computes them here, and a row's mask does not depend on the rows beside it."""
+    gen = torch.Generator().manual_seed(1)
+    logits = torch.cat([torch.randn(32, 1855, generator=gen) * 6.0, torch.randn(32, 1855, generator=gen) * 0.5])
+    probs = torch.softmax(logits, -1).numpy().astype(np.float64)
+    for p in (0.8, 0.9, 0.95):
+        mask = pol.top_p_drop(logits, p)
+        order = np.argsort(-probs, axis=-1, kind="stable")
+        top = np.take_along_axis(probs, order, -1)
+        ref = np.ones_like(probs, dtype=bool)
+        np.put_along_axis(ref, order, (np.cumsum(top, -1) - top) >= p, -1)
+        # equal only up to ties at the edge (equal float32 probabilities, which either order may break):
+        # each differing token has a tied partner that differs the other way
+        for r, c in np.argwhere(mask.numpy() != ref):
+            tied = np.flatnonzero((probs[r] == probs[r, c]) & (mask[r].numpy() != ref[r]))
+            assert len(tied) >= 2 and ref[r, tied].any() and not ref[r, tied].all()
+        assert (mask.numpy() != ref).sum() <= 2
+        for r in (0, 17, 40, 63):
+            assert torch.equal(pol.top_p_drop(logits[r:r + 1], p)[0], mask[r])
+    # a top_p just above a float64 running sum that float32 rounds up past it: float64 keeps the token
+    flat = logits[32:]
+    top, _ = torch.sort(torch.softmax(flat, -1), descending=True, dim=-1)
+    b32, b64 = (top.cumsum(-1) - top).double(), top.double().cumsum(-1) - top.double()
+    r, j = np.unravel_index(int(torch.argmax(b32 - b64)), b32.shape)
+    assert b32[r, j] - b64[r, j] > 1e-8
+    edge = float(b64[r, j] + b32[r, j]) / 2
+    kept = int((~pol.top_p_drop(flat[r:r + 1], edge)).sum())
+    assert kept == j + 1  # tokens 0..j: the one before which the float64 sum is still below top_p

@@ -8,8 +8,10 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as sps
 
 from prbench.downstream.evaluation import TABLE_COLUMNS, outcome, policy_table_rows
+from prbench.downstream.reward_adapter import AdapterStats, reward_spread
 from prbench.downstream.reward_rise import quarters, reward_rise, reward_rise_rows, welch_interval
 from prbench.io import write_jsonl
 from prbench.seeding import stable_seed
@@ -93,6 +95,46 @@ def test_reward_rise_is_last_quarter_minus_first_with_welch_interval(tmp_path):
     pd.DataFrame({"step": [1]}).to_csv(tmp_path / "bad.csv", index=False)
     with pytest.raises(ValueError, match="lacks column"):
         reward_rise([tmp_path / "bad.csv"])
+
+
+def _rollout_log(path, per_step):
+    """A train_log.csv whose steps log what the trainers log: the step mean, reward_sd and reward_n
+    of the step's rollouts, the moments summed as AdapterStats / reward_spread do."""
+    rows = []
+    for i, r in enumerate(per_step, 1):
+        st = AdapterStats(rewards=list(r))
+        sd, n = reward_spread(*st.reward_moments())
+        rows.append({"step": i, "reward": float(np.mean(r)), "reward_sd": sd, "reward_n": n})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_reward_rise_interval_is_welch_over_the_rollouts_of_each_quarter(tmp_path, caplog):
+    rng = np.random.default_rng(3)
+    # two seeds' logs, 10 and 13 steps (quarters of 2 and 3 steps), rollouts per step vary (GRPO's
+    # generation batches, the last PPO batch), a drift and a bimodal reward as the demo's RMs give
+    logs, firsts, lasts = [], [], []
+    for k, n_steps in enumerate((10, 13)):
+        per_step = [np.where(rng.random(int(rng.integers(5, 40))) < 0.4 + 0.03 * s, 2.5, -3.5)
+                    + rng.normal(0, 0.3, 1) for s in range(n_steps)]
+        logs.append(_rollout_log(tmp_path / f"seed{k}.csv", per_step))
+        q = n_steps // 4
+        firsts += per_step[:q]
+        lasts += per_step[-q:]
+    a, b = np.concatenate(firsts), np.concatenate(lasts)
+    ref = sps.ttest_ind(b, a, equal_var=False).confidence_interval(0.95)
+    rise, lo, hi = reward_rise(logs)
+    assert (rise, lo, hi) == pytest.approx((b.mean() - a.mean(), ref.low, ref.high), rel=1e-9, abs=1e-9)
+    assert not [r for r in caplog.records if "lack the rollouts' reward spread" in r.message]
+    # a log from before reward_sd / reward_n: the step means' interval, with a warning naming the log
+    old_log = _log(tmp_path / "old.csv", [float(x.mean()) for x in firsts[:2] + lasts[:2]])
+    with caplog.at_level("WARNING", logger="prbench.downstream.reward_rise"):
+        got = reward_rise([old_log])
+    assert got == pytest.approx(welch_interval([firsts[0].mean()], [lasts[1].mean()]), nan_ok=True)
+    assert any("old.csv" in r.message and "step means" in r.message for r in caplog.records)
+    # one rollout in a step: no SD, the step-level interval
+    assert reward_spread(*AdapterStats(rewards=[1.0]).reward_moments())[1] == 1
+    assert math.isnan(reward_spread(*AdapterStats(rewards=[1.0]).reward_moments())[0])
 
 
 def test_reward_rise_pools_seeds_and_gives_subset_rows_only_for_per_subset_runs(tmp_path):

@@ -65,6 +65,7 @@ def test_two_processes_kill_and_resume_match_uninterrupted(setup):
     assert full["steps"] == STEPS and full["reward_scored"] == 32  # both processes' rollouts counted
     ref_log = pd.read_csv(root / "full" / "train_log.csv")
     assert list(ref_log["step"]) == list(range(1, STEPS + 1)) and (ref_log["reward_scored"] == 8).all()
+    assert (ref_log["reward_n"] == 8).all() and ref_log["reward_sd"].notna().all()  # both processes summed
     ref_w = load_file(str(root / "full" / "model" / "model.safetensors"))
     base_w = load_file(str(policy / "model.safetensors"))
     assert any(not torch.equal(base_w[k], ref_w[k]) for k in base_w)

@@ -83,6 +83,33 @@ def test_interrupted_run_resumes_and_matches_uninterrupted(setup):
     assert [c.name for c in list_checkpoints(out / "checkpoints")] == [f"step-{STEPS:06d}"]
 
 
+class Recording(FlakyRM):
+    """FlakyRM that keeps every score it returns, in call order."""
+
+    def __init__(self):
+        super().__init__(LengthRM())
+        self.scores = []
+
+    def score(self, requests):
+        out = super().score(requests)
+        self.scores += list(out.scores)
+        return out
+
+
+def test_log_gives_each_steps_reward_spread_over_its_rollouts(setup):
+    """reward_sd / reward_n (what the reward rise's interval is over): the SD (ddof 1) and count of
+    the rewards the trainer got that step, NaN scores as nan_reward; their mean is trl's `reward`."""
+    root, policy = setup
+    rm = Recording()
+    out, _ = run(root, policy, "spread", rm=rm)
+    log = pd.read_csv(out / "train_log.csv")
+    got = np.where(np.isnan(rm.scores), CFG["nan_reward"], rm.scores).reshape(STEPS, 8)
+    assert (log["reward_n"] == 8).all()
+    np.testing.assert_allclose(log["reward"], got.mean(axis=1), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(log["reward_sd"], got.std(axis=1, ddof=1), rtol=1e-5, atol=1e-6)  # csv: 6 digits
+    assert np.isnan(rm.scores).any() and log["reward_sd"].gt(0).any()
+
+
 def test_changed_settings_do_not_resume(setup):
     root, policy = setup
     with pytest.raises(Interrupt):

@@ -383,7 +383,8 @@ def plot_forest(comparisons: pd.DataFrame, png, pdf) -> None:
 def plot_training(train_logs, png, pdf, smooth: int = 1, label: str = "PPO") -> None:
     """train_logs: (policy, rm, path of train_log.csv). Needs step, reward, kl; entropy if present.
     Each run's legend entry gives its reward rise (last quarter of the steps minus the first, with
-    Welch's 95% interval: `prbench.downstream.reward_rise`, the `reward_rise` of tables/{method}.csv)."""
+    Welch's 95% interval over the quarters' rollouts: `prbench.downstream.reward_rise`, the
+    `reward_rise` of tables/{method}.csv)."""
     frames = []
     for policy, rm, path in train_logs:
         df = _read_csv(path, ["step", "reward", "kl"], f"the {label} training log")

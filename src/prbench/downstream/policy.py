@@ -101,7 +101,9 @@ def top_p_drop(logits, top_p: float, k: int = 64):
     probability before it reaches `top_p` (the first token is always kept). Rows whose nucleus ends
     within their `k` most likely tokens need only those (`torch.topk`); the rest sort the whole
     vocabulary. Both read the same probabilities, so the split changes no decision (ties at the
-    nucleus' edge aside, which either order may break)."""
+    nucleus' edge aside, which either order may break). The running sums are float64 on both paths, so
+    a token at the nucleus' edge is decided alike by either path, on CPU and CUDA, whatever the
+    batch (float32 sums of the same probabilities differed in the last bit between them)."""
     import torch
 
     probs = torch.softmax(logits, dim=-1)
@@ -109,12 +111,14 @@ def top_p_drop(logits, top_p: float, k: int = 64):
     rest = torch.arange(probs.shape[0], device=probs.device)  # the rows that need the full sort
     if k < probs.shape[-1]:
         top, idx = torch.topk(probs, k, dim=-1)
+        top = top.double()
         before = top.cumsum(-1) - top
         inside = before[:, -1] >= top_p  # the k-th token is dropped: the nucleus lies in the top k
         drop[inside] = drop[inside].scatter(-1, idx[inside], before[inside] >= top_p)
         rest = rest[~inside]
     if len(rest):
         top, idx = torch.sort(probs[rest], descending=True, dim=-1)
+        top = top.double()
         before = top.cumsum(-1) - top
         drop[rest] = drop[rest].scatter(-1, idx, before >= top_p)
     return drop

@@ -95,12 +95,28 @@ class AdapterStats:
 
     scored: int = 0
     failures: int = 0
-    raw: list[float] = field(default_factory=list)
+    raw: list[float] = field(default_factory=list)  # the RM's finite scores, unscaled
+    rewards: list[float] = field(default_factory=list)  # what the trainer got: scaled, nan_reward for NaN
 
     def reset(self) -> "AdapterStats":
-        old = AdapterStats(self.scored, self.failures, list(self.raw))
-        self.scored, self.failures, self.raw = 0, 0, []
+        old = AdapterStats(self.scored, self.failures, list(self.raw), list(self.rewards))
+        self.scored, self.failures, self.raw, self.rewards = 0, 0, [], []
         return old
+
+    def reward_moments(self) -> list[float]:
+        """[sum, sum of squares, count] of `rewards` (float64), to be summed over processes and
+        turned into the step's `reward_sd` / `reward_n` by `reward_spread`."""
+        r = np.asarray(self.rewards, dtype=np.float64)
+        return [float(r.sum()), float(np.square(r).sum()), float(r.size)]
+
+
+def reward_spread(total: float, total_sq: float, n: float) -> tuple[float, int]:
+    """(sample SD with ddof 1, count) of a step's rewards from their summed moments; SD NaN below 2."""
+    n = int(round(n))
+    if n < 2:
+        return float("nan"), n
+    var = max(0.0, (total_sq - total * total / n) / (n - 1))
+    return math.sqrt(var), n
 
 
 class _AdapterBackbone(nn.Module):
@@ -196,7 +212,10 @@ class RewardAdapter(nn.Module):
             st.scored += len(requests)
             st.failures += n_bad + int(fallback.sum())
             st.raw.extend(float(x) for x in scores[~bad])
-        return np.where(bad, self.nan_reward, scores * self.reward_scale)
+        rewards = np.where(bad, self.nan_reward, scores * self.reward_scale)
+        for st in (self.stats, self.total):
+            st.rewards.extend(float(x) for x in rewards)
+        return rewards
 
     @torch.no_grad()
     def rewards_for_ids(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:

@@ -77,7 +77,7 @@ from ..checkpoints import (
 )
 from ..policy import load_policy_model
 from ..prompt_rows import base_reference_answers, cap_prompt_rows, filter_long_prompts, load_prompt_rows
-from ..reward_adapter import PromptIndex, RewardAdapter, render_policy_prompt
+from ..reward_adapter import PromptIndex, RewardAdapter, render_policy_prompt, reward_spread
 
 log = logging.getLogger("prbench.downstream.grpo.train")
 
@@ -131,7 +131,9 @@ class RewardFunction:
 
 def _log_row(logs: dict, step: int, stats) -> dict:
     raw = np.asarray(stats.raw, dtype=float)
-    row: dict[str, Any] = {"step": step, "reward": logs.get("reward"), "kl": logs.get("kl", float("nan")),
+    reward_sd, reward_n = reward_spread(*stats.reward_moments())
+    row: dict[str, Any] = {"step": step, "reward": logs.get("reward"), "reward_sd": reward_sd, "reward_n": reward_n,
+                           "kl": logs.get("kl", float("nan")),
                            "entropy": logs.get("entropy"),
                            "reward_raw_mean": float(raw.mean()) if raw.size else float("nan"),
                            "reward_failures": int(stats.failures), "reward_scored": int(stats.scored)}

@@ -29,6 +29,8 @@ is discarded.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import os
 import shutil
@@ -49,7 +51,7 @@ from ...seeding import seed_everything, stable_seed
 from ..checkpoints import CKPT_PREFIX, fingerprint, latest_checkpoint, list_checkpoints
 from ..policy import load_policy_model
 from ..prompt_rows import base_reference_answers, cap_prompt_rows, filter_long_prompts, load_prompt_rows, render_key
-from ..reward_adapter import PromptIndex, RewardAdapter
+from ..reward_adapter import PromptIndex, RewardAdapter, reward_spread
 from .checkpoint import PromptBatches, rng_state, set_rng_state
 from .rollout import forward_logprob_rollouts
 from .settings import TRAIN_KEYS, build_optimizer, fingerprinted, resolve_settings, world_size  # noqa: F401
@@ -91,13 +93,16 @@ def _all_sum(values: Sequence[float]) -> list[float]:
 
 
 def _log_row(step: int, episode: int, logs: dict, adapter_stats) -> dict:
-    raw_sum, raw_n, failures, scored = _all_sum([float(np.sum(adapter_stats.raw)) if adapter_stats.raw else 0.0,
-                                                 len(adapter_stats.raw), adapter_stats.failures,
-                                                 adapter_stats.scored])
+    raw_sum, raw_n, failures, scored, *moments = _all_sum(
+        [float(np.sum(adapter_stats.raw)) if adapter_stats.raw else 0.0, len(adapter_stats.raw),
+         adapter_stats.failures, adapter_stats.scored, *adapter_stats.reward_moments()])
+    reward_sd, reward_n = reward_spread(*moments)
     row: dict[str, Any] = {
         "step": step,
         "episode": episode,
         "reward": logs.get("objective/scores"),
+        "reward_sd": reward_sd,
+        "reward_n": reward_n,
         "kl": logs.get("objective/kl"),
         "entropy": logs.get("objective/entropy"),
         "reward_raw_mean": raw_sum / raw_n if raw_n else float("nan"),
@@ -358,6 +363,23 @@ def train_rows(train_prompts, ppo_cfg: dict, subset: str | None, policy_path: st
                                full["long_prompts"], "ppo", revision=revision)
 
 
+ROLLOUT_KEYS = ("generation_chunk", "temperature", "rollout_sampler")  # forward_logprob_rollouts' arguments
+
+
+@contextlib.contextmanager
+def frozen_heap():
+    """Everything alive when training starts (modules, models, datasets, the RM) moved to the
+    collector's permanent generation for the block: trl's PPO loop calls `gc.collect()` twice a
+    step, and each full collection rescanned that whole heap (about 0.5 s a call on the demo,
+    perf/README.md "PPO steps"). Numerics are untouched; objects made inside are still collected."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def train_ppo(
     policy_path: str,
     rm_spec: dict | None,
@@ -405,7 +427,7 @@ def train_ppo(
         log.info("PPO %s: %d steps x %d rollouts (%d prompts), response_length %d", run_name,
                  settings["total_steps"], settings["batch_size"], len(rows), settings["response_length"])
         # rollouts in generation chunks, ids only (drawn by ppo.rollout_sampler); logprobs from a forward pass
-        with forward_logprob_rollouts(*(settings[k] for k in ("generation_chunk", "temperature", "rollout_sampler"))):
+        with forward_logprob_rollouts(*(settings[k] for k in ROLLOUT_KEYS)), frozen_heap():
             trainer.train()
     failures, scored = _all_sum([run.adapter.total.failures, run.adapter.total.scored])
     _write_outputs(run, tok, Path(model_out), log_csv)
