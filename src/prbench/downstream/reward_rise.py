@@ -11,8 +11,9 @@ rollouts: each step also logs the spread of its rollouts' rewards (`reward_sd`, 
 rollout-weighted mean of the step means; within-step plus between-step sums of squares over
 count - 1), exactly as if every rollout's reward were listed (`scipy.stats.ttest_ind`, checked in
 tests/test_policy_diff.py). Given the run's policies, the rollouts of a step are independent draws
-(their own prompts and noise), so this is the interval of "the last quarter's policies earn more
-than the first quarter's" in this run; it leaves out the run-to-run spread of training itself
+(their own prompts and noise; GRPO's come num_generations to a prompt, so there it also takes the
+step's prompts as given), so this is the interval of "the last quarter's policies earn more than the
+first quarter's" in this run; it leaves out the run-to-run spread of training itself
 (training seeds, `ppo.seeds` / `grpo.seeds`, are pooled below). It is NaN when a quarter has fewer
 than 2 rollouts, and the point when neither quarter varies. A log from before the spread was logged
 (no `reward_sd` / `reward_n`, or a step of a quarter without them) gets the older, coarser interval
