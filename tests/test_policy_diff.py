@@ -104,7 +104,7 @@ def _rollout_log(path, per_step):
     for i, r in enumerate(per_step, 1):
         st = AdapterStats(rewards=list(r))
         sd, n = reward_spread(*st.reward_moments())
-        rows.append({"step": i, "reward": float(np.mean(r)), "reward_sd": sd, "reward_n": n})
+        rows.append({"step": i, "reward": float(np.mean(r)), "reward_sd": sd, "reward_n": n, "kl": 0.0})
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
 
@@ -169,3 +169,31 @@ def test_training_figure_legend_gives_the_reward_rise(tmp_path, monkeypatch):
     legend = saved[0].axes[-1].get_legend()
     # 6 -/+ 4.3027 * sqrt(0.5) (the Welch interval by hand above)
     assert [t.get_text() for t in legend.get_texts()] == ["rm: rise +6 [+2.96, +9.04]"]
+
+
+def test_training_figure_puts_every_run_on_one_scale(tmp_path, monkeypatch):
+    """The CHANGE panel: reward minus the first quarter's mean, in SDs of the first quarter's
+    rollouts, so RMs with other scales share an axis; left out for logs without the spread."""
+    from prbench.analysis import figures
+    from prbench.downstream.reward_rise import log_steps, reward_change
+
+    rng = np.random.default_rng(0)
+    small = [rng.normal(0.1 * s, 1.0, 16) for s in range(8)]
+    large = [rng.normal(50 - 4 * s, 10.0, 16) for s in range(8)]  # a length RM's scale
+    paths = [_rollout_log(tmp_path / "small.csv", small), _rollout_log(tmp_path / "large.csv", large)]
+    first = np.concatenate(small[:2])
+    want = (np.array([x.mean() for x in small]) - first.mean()) / first.std(ddof=1)
+    np.testing.assert_allclose(reward_change(log_steps(paths[0])), want, rtol=1e-5)
+    saved = []
+    monkeypatch.setattr(figures, "_save", lambda fig, png, pdf: saved.append(fig))
+    figures.plot_training([("pol", "small", str(paths[0])), ("pol", "large", str(paths[1]))],
+                          tmp_path / "p.png", tmp_path / "p.pdf")
+    titles = [ax.get_title() for ax in saved[0].axes]
+    assert titles == ["pol: reward", f"pol: {figures.CHANGE}", "pol: kl"]
+    lines = {ln.get_label().split(":")[0]: ln.get_ydata() for ln in saved[0].axes[1].get_lines()}
+    np.testing.assert_allclose(lines["small"], want, rtol=1e-5)
+    assert lines["large"][-1] < -1  # falling by more than one SD of its first quarter
+    # logs without reward_sd / reward_n: no such panel
+    old = _log(tmp_path / "old.csv", [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
+    figures.plot_training([("pol", "rm", str(old))], tmp_path / "p.png", tmp_path / "p.pdf")
+    assert [ax.get_title() for ax in saved[1].axes] == ["pol: reward", "pol: kl"]

@@ -380,21 +380,30 @@ def plot_forest(comparisons: pd.DataFrame, png, pdf) -> None:
 # ---- 5. training curves of a trained-policy method (PPO, GRPO) -----------------------------------
 
 
+CHANGE = "reward change (first-quarter SDs)"  # plot_training's unit-free reward panel
+
+
 def plot_training(train_logs, png, pdf, smooth: int = 1, label: str = "PPO") -> None:
     """train_logs: (policy, rm, path of train_log.csv). Needs step, reward, kl; entropy if present.
     Each run's legend entry gives its reward rise (last quarter of the steps minus the first, with
     Welch's 95% interval over the quarters' rollouts: `prbench.downstream.reward_rise`, the
-    `reward_rise` of tables/{method}.csv)."""
+    `reward_rise` of tables/{method}.csv). Beside the raw reward (each RM's own scale), the panel
+    `CHANGE` puts every run on one scale: its reward minus its first quarter's mean, in SDs of the
+    first quarter's rollouts (`reward_change`; left out when no log has reward_sd / reward_n)."""
     frames = []
     for policy, rm, path in train_logs:
         df = _read_csv(path, ["step", "reward", "kl"], f"the {label} training log")
         rise, lo, hi = downstream.training_reward_rise([path])
-        df = df.assign(policy=policy, rm=rm, legend=f"{rm}: rise {rise:+.3g} [{lo:+.3g}, {hi:+.3g}]")
+        steps = df.sort_values("step", kind="stable")
+        spread = steps.reindex(columns=["reward", "reward_sd", "reward_n"]).astype(float)
+        change = pd.Series(downstream.training_reward_change(spread), index=steps.index)
+        df = df.assign(policy=policy, rm=rm, legend=f"{rm}: rise {rise:+.3g} [{lo:+.3g}, {hi:+.3g}]",
+                       **{CHANGE: change})
         frames.append(df)
     if not frames:
         raise ValueError(f"plot_training: no {label} training logs given (is the method enabled?)")
     data = pd.concat(frames, ignore_index=True)
-    metrics = [m for m in ("reward", "kl", "entropy") if m in data.columns and data[m].notna().any()]
+    metrics = [m for m in ("reward", CHANGE, "kl", "entropy") if m in data.columns and data[m].notna().any()]
     policies = list(dict.fromkeys(data["policy"]))
     colors = _colors(list(dict.fromkeys(data["rm"])))
     fig, axes = plt.subplots(len(policies), len(metrics), figsize=(4.6 * len(metrics), 3.6 * len(policies)),

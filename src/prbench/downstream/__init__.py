@@ -48,6 +48,7 @@ import pandas as pd
 from ..config import entry_with_defaults
 from ..io import iter_jsonl, write_csv
 from ..registry import load_ref
+from .reward_rise import reward_change as training_reward_change  # noqa: F401 (the analysis' training figure)
 from .reward_rise import reward_rise as training_reward_rise  # noqa: F401 (the analysis' training figure reads it here)
 
 MEASURE_COLUMNS = ["policy", "rm", "method", "estimator", "measure", "k", "replicate", "question_id", "subset",

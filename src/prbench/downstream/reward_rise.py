@@ -117,6 +117,18 @@ def has_spread(steps: pd.DataFrame) -> bool:
     return bool(np.isfinite(sd).all() and (n >= 2).all())
 
 
+def reward_change(steps: pd.DataFrame) -> np.ndarray:
+    """Each step's `reward` minus the first quarter's mean, in SDs of the first quarter's rollouts
+    (`rollout_moments`): the training figure's unit-free curve, comparable across RMs whose rewards
+    have other scales. All NaN when the first quarter lacks reward_sd / reward_n, or does not vary."""
+    first, _ = quarter_steps(steps)
+    reward = steps[REWARD].to_numpy(dtype=float)
+    if first.empty or not has_spread(first):
+        return np.full(len(steps), np.nan)
+    mean, var, _ = rollout_moments(first)
+    return (reward - mean) / math.sqrt(var) if var > 0 else np.full(len(steps), np.nan)
+
+
 def reward_rise(logs: Iterable[str | Path], ci: float = 0.95) -> tuple[float, float, float]:
     """(rise, low, high) over one or more train_log.csv files, pooled as the module docstring says."""
     paths = [str(p) for p in logs]
