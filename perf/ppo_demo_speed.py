@@ -8,7 +8,8 @@ size: a Llama policy (configs/demo.yaml demo_training.policy: hidden 128, 2 laye
 and a 3-layer MiniLM classifier RM, on synthetic prompts with 4 profile posts.
 Settings are configs/demo.yaml `ppo:`. Prints seconds per run and per PPO step, wall and CPU.
 `--no-frozen-heap` runs without `train.frozen_heap` (trl's per-step `gc.collect()` then rescans
-the whole heap): run it and the default one after the other for the ratio (perf/README.md "PPO steps").
+the whole heap): run it and the default one after the other for the ratio (perf/README.md
+"PPO at a constant rate, the heap frozen").
 """
 from __future__ import annotations
 

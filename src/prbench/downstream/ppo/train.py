@@ -371,7 +371,8 @@ def frozen_heap():
     """Everything alive when training starts (modules, models, datasets, the RM) moved to the
     collector's permanent generation for the block: trl's PPO loop calls `gc.collect()` twice a
     step, and each full collection rescanned that whole heap (about 0.5 s a call on the demo,
-    perf/README.md "PPO steps"). Numerics are untouched; objects made inside are still collected."""
+    perf/README.md "PPO at a constant rate, the heap frozen"). Numerics are untouched; objects made
+    inside are still collected."""
     gc.collect()
     gc.freeze()
     try:
