@@ -236,6 +236,56 @@ rule fig_training:
         "../workflow_scripts/figures.py"
 
 
+# correlation.null_world: the verdict rule again on the run's own BoN picks, the judge's ratings replaced
+# by judges with a known answer (prbench.analysis.null_world); reads sample set 0 of each policy
+NULL_WORLD = CORR["null_world"]
+if NULL_WORLD["draws"] > 0 or NULL_WORLD["graded"]:
+
+    rule null_world:
+        input:
+            pairs=[f"results/scores/{rm}/{bench}.pairs.jsonl" for rm, bench in CORR_PAIR_KEYS],
+            downstream=[DS.table_path(m) for m in DOWNSTREAM],
+            samples=[f"{bon_dir(p)}/samples.jsonl" for p in POLICIES],
+            judged=[f"{bon_dir(p)}/judged.jsonl" for p in POLICIES],
+            rm_scores=[f"{bon_dir(p)}/rm_scores/{r}.jsonl" for p in POLICIES for r in ROW_DOWNSTREAM_RMS],
+            judge_keys=(
+                ["results/data/judge_keys/personalized.jsonl"]
+                if "other_user" in NULL_WORLD["judges"] or NULL_WORLD["graded"]
+                else []
+            ),
+        output:
+            report(
+                "results/tables/null_world.csv",
+                caption="../report/null_world.rst",
+                category="Tables",
+            ),
+        log:
+            "logs/analysis/null_world.log",
+        benchmark:
+            "job_times/analysis/null_world.tsv"
+        conda:
+            "../envs/analysis.yaml"
+        threads: 1
+        resources:
+            mem_mb=2000,
+            runtime=15,
+        params:
+            rms=ROW_DOWNSTREAM_RMS,
+            pair_keys=CORR_PAIR_KEYS,
+            run_keys=RUN_KEYS,
+            methods=DOWNSTREAM,
+            policies=POLICIES,
+            bench_kinds={b: config["data"]["baselines"][b].get("kind") for b in BASELINES},
+            corr=pick(CORR, ["bootstrap", "fdr", "min_rms", "confirmatory", "null_world"]),
+            signals=FIG_SIGNALS,
+            n=BON["n"],
+            seed=SEED,
+        script:
+            "../workflow_scripts/null_world.py"
+
+    ALL_TARGETS.append("results/tables/null_world.csv")
+
+
 ALL_TARGETS.extend(
     [
         "results/tables/correlations.csv",

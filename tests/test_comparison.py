@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from test_verdict import _own_bw_p
+from test_verdict import _own_bw_p, _own_var_meas
 
 from prbench.analysis import comparison as C
 from prbench.analysis import inference, rankmetrics
@@ -114,17 +114,20 @@ def test_the_declared_family_is_decided_by_its_test(inputs, table):
     assert list(zip(conf["benchmark_b"], conf["downstream"], conf["coefficient"])) == [
         ("rb", "bon", "spearman"), ("rb", "ppo", "spearman"),
         ("plain", "bon", "spearman"), ("plain", "ppo", "spearman")]
-    pts = {e.score.key["benchmark"] + "/" + e.score.key["level"]: e.point for e in bench}
-    ys = {"bon": down[1].point, "ppo": down[5].point}
+    ev = {e.score.key["benchmark"] + "/" + e.score.key["level"]: e for e in bench}
+    ys = {"bon": down[1], "ppo": down[5]}
     p = []
     for _, row in conf.iterrows():
         y = ys[row["downstream"]]
-        keep = np.isfinite(y)
-        xa, xb = pts["personalized/overall"][keep], pts[f"{row['benchmark_b']}/{row['level_b']}"][keep]
-        ra, rb, pv = _own_bw_p(xa, xb, y[keep])
+        keep = np.isfinite(y.point)
+        a, b = ev["personalized/overall"], ev[f"{row['benchmark_b']}/{row['level_b']}"]
+        xa, xb = a.point[keep], b.point[keep]
+        # the measurement level: the Spearman difference over the question bootstrap, the RMs fixed
+        var = _own_var_meas(a.boot[:, keep], b.boot[:, keep], y.boot[:, keep])
+        ra, rb, pv = _own_bw_p(xa, xb, y.point[keep], var)
         p.append(pv)
         assert row["rho_ab"] == pytest.approx(stats.spearmanr(xa, xb).statistic, abs=1e-12)
-        assert row["p_floor"] <= pv + 1e-12
+        assert row["se_meas"] == pytest.approx(np.sqrt(var), rel=1e-9) and row["se_rm"] > 0
     p = np.array(p)
     np.testing.assert_allclose(conf["p"].to_numpy(float), p, rtol=1e-9)
     q = stats.false_discovery_control(p, method="bh")
@@ -234,7 +237,7 @@ def test_power_table_cells():
     assert C.power_table(t[t["family"] == C.EXPLORATORY], 10, 0.05, 0).empty
     want = V.power_rows([{"center": 0.4, "rho_ab": 0.4, "n": 12, "diff": 0.2}], 2, 0.05, 1)
     got = C.power_table(t, 2, 0.05, 1)
-    assert len(got) == len(want) == 5 and list(got.columns) == C.POWER_COLUMNS
+    assert len(got) == len(want) == 10 and list(got.columns) == C.POWER_COLUMNS
     for col, v in key.items():
         assert (got[col] == v).all(), col
     assert (got["k"] == 4).all() and str(got["k"].dtype) == "Int64"
@@ -263,7 +266,7 @@ def test_power_table_passes_each_cell_and_its_settings(table, monkeypatch):
     assert len(cells) == len(conf) == 4
     for c, (_, r) in zip(cells, conf.iterrows()):
         assert c == {"center": pytest.approx((r["value_a"] + r["value_b"]) / 2), "rho_ab": r["rho_ab"],
-                     "n": r["n_rms"], "diff": r["diff"]}
+                     "n": r["n_rms"], "diff": r["diff"], "var_meas": pytest.approx(r["se_meas"] ** 2)}
     assert len(got) == 8 and got["n_sims"].tolist() == [1] * 8
     for j, (_, r) in enumerate(conf.iterrows()):
         part = got.iloc[2 * j:2 * j + 2]

@@ -283,7 +283,9 @@ def test_saved_tables_have_their_columns(saved):
 
 def test_verdict_opening_recomputed_from_saved_files(saved):
     """The summary opens with one sentence and the verdict table; each number is recomputed here from
-    the per-RM inputs with scipy and the test's own formula (Williams' t, Bonett-Wright factor)."""
+    the per-RM inputs with scipy and the test's own formula (Williams' t, Bonett-Wright factor) plus
+    the saved measurement variance (`se_meas`: the question bootstrap's, checked against scipy in
+    tests/test_comparison.py)."""
     text = _opening(saved["summary"])
     sentence = text.splitlines()[0]
     inputs, comp, power = saved["inputs"], saved["comparisons"], saved["power"]
@@ -305,8 +307,10 @@ def test_verdict_opening_recomputed_from_saved_files(saved):
     n = len(y)
     det = 1 - va**2 - vb**2 - r_ab**2 + 2 * va * vb * r_ab
     rbar = (va + vb) / 2
-    se = math.sqrt((2 * (n - 1) / (n - 3) * det + rbar**2 * (1 - r_ab) ** 3) * (1 + rbar**2 / 2)
-                   / ((n - 1) * (1 + r_ab)))
+    se_rm = math.sqrt((2 * (n - 1) / (n - 3) * det + rbar**2 * (1 - r_ab) ** 3) * (1 + rbar**2 / 2)
+                      / ((n - 1) * (1 + r_ab)))
+    assert r["se_rm"] == pytest.approx(se_rm, rel=1e-9) and 0 < r["se_meas"] < 1
+    se = math.sqrt(se_rm**2 + r["se_meas"] ** 2)
     p = 2 * stats.t.sf(abs((va - vb) / se), n - 3)
     assert r["p"] == pytest.approx(p, rel=1e-9) and r["q"] == pytest.approx(p, rel=1e-9)  # a family of one
     half = stats.t.ppf(1 - 0.05 / 2, n - 3) * se

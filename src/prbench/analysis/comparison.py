@@ -19,11 +19,12 @@ PERSONALIZED = "personalized"
 COMPARISON_COLUMNS = [
     "benchmark_a", "level_a", "benchmark_b", "level_b", "policy", "downstream", "estimator", "measure", "k",
     "coefficient", "n_rms", "value_a", "value_b", "diff", "rho_ab", "family", "family_size", "test", "p", "q",
-    "p_floor", "ci_low", "ci_high", "ci_level", "ci_method", "boot_low", "boot_high", "n_boot", "p_perm",
+    "se_rm", "se_meas", "ci_low", "ci_high", "ci_level", "ci_method", "boot_low", "boot_high", "n_boot", "p_perm",
     "p_williams", "loo_min", "loo_max", "headline", "verdict", "reason",
 ]
-POWER_COLUMNS = ["policy", "downstream", "estimator", "measure", "k", "benchmark_a", "benchmark_b", "quantity", "gap",
-                 "n_rms", "power", "possible", "rho_ab", "center", "fdr", "family_size", "target_power", "n_sims"]
+POWER_COLUMNS = ["policy", "downstream", "estimator", "measure", "k", "benchmark_a", "benchmark_b", "quantity",
+                 "gap_in", "gap", "n_rms", "power", "possible", "rho_ab", "center", "fdr", "family_size",
+                 "target_power", "n_sims"]
 CONFIRMATORY, EXPLORATORY = "confirmatory", "exploratory"
 # the coefficients compared: Spearman, Pearson beside it, then every other rank coefficient
 COMPARED = ("spearman", "pearson") + tuple(c for c in rankmetrics.COEFFICIENTS if c != "spearman")
@@ -80,33 +81,72 @@ def confirmatory_mask(table: pd.DataFrame, confirmatory: list | None) -> np.ndar
     return mask
 
 
+def family_cells(bench: list, down: list, signals: dict | None, confirmatory: list | None,
+                 cache: dict | None = None) -> tuple[pd.DataFrame, list]:
+    """The declared family in table order: its rows' keys (benchmark_b, policy, downstream, ...) and
+    one `verdict.Cell` per row, the RM-level values with their measurement variance from the run's
+    question bootstrap (`Evaluated.boot`: questions, pairs, sample sets and seeds redrawn, the RMs
+    fixed). The run (`compare_benchmarks`) and the null-world check on a run's own picks
+    (`prbench.analysis.null_world`) both decide these cells with `verdict.decide_family`. cache: a
+    dict that keeps each cell by its three score objects' ids (a caller that holds the objects and
+    replaces only some of them between calls)."""
+    heads = headline_benchmarks(bench)
+    pers = [e for e in heads if e.score.key["benchmark"] == PERSONALIZED]
+    others = [e for e in heads if e.score.key["benchmark"] != PERSONALIZED]
+    headline = _headline_cells(down, signals)
+    keys, triples = [], []
+    for a in pers:
+        for b in others:
+            for d in down:
+                keys.append({"benchmark_a": a.score.key["benchmark"], "benchmark_b": b.score.key["benchmark"],
+                             **d.score.key, "coefficient": "spearman", "headline": dkey(d.score.key) in headline})
+                triples.append((a, b, d))
+    table = pd.DataFrame(keys)
+    if table.empty:
+        return table, []
+    mask = confirmatory_mask(table, confirmatory)
+    cells = []
+    for i in np.flatnonzero(mask):
+        a, b, d = triples[i]
+        key = (id(a), id(b), id(d))
+        if cache is not None and key in cache:
+            cells.append(cache[key])
+            continue
+        keep = np.isfinite(a.point) & np.isfinite(b.point) & np.isfinite(d.point)
+        cells.append(verdict.Cell.from_replicates(a.point[keep], b.point[keep], d.point[keep], a.boot[:, keep],
+                                                  b.boot[:, keep], d.boot[:, keep]))
+        if cache is not None:
+            cache[key] = cells[-1]
+    return table[mask].reset_index(drop=True), cells
+
+
 def compare_benchmarks(bench: list, down: list, coefs: dict, n_boot: int, n_perm: int, ci: float, seed: int,
                        fdr: float, min_rms: int | None, signals: dict | None,
                        confirmatory: list | None = None) -> pd.DataFrame:
     """The personalized benchmark's headline score against each baseline's, on every downstream
     measure and coefficient (`inference.compare`: bootstrap CI, swap p, Williams p, leave-one-RM-out).
-    The confirmatory family (`confirmatory_mask`) is decided by `verdict.decide_family` from the
-    RM-level values alone, BH over that family only; every other row is exploratory: its swap
-    permutation p under a BH of its own, no verdict."""
+    The confirmatory family (`confirmatory_mask`, `family_cells`) is decided by
+    `verdict.decide_family` from the RM-level values and their measurement variance, BH over that
+    family only; every other row is exploratory: its swap permutation p under a BH of its own, no
+    verdict."""
     heads = headline_benchmarks(bench)
     pers = [e for e in heads if e.score.key["benchmark"] == PERSONALIZED]
     others = [e for e in heads if e.score.key["benchmark"] != PERSONALIZED]
     headline = _headline_cells(down, signals)
     fns = {"pearson": inference.pearson, **coefs}
-    rows, values = [], []
+    rows = []
     for a in pers:
         for b in others:
             for d in down:
                 keep = np.isfinite(a.point) & np.isfinite(b.point) & np.isfinite(d.point)
                 n = int(keep.sum())
                 rm_idx = inference.rm_resamples(n, n_boot, seed) if n >= 2 else np.empty((0, n), dtype=int)
-                cell = (a.point[keep], b.point[keep], d.point[keep])  # the RM-level values the verdict reads
+                cell = (a.point[keep], b.point[keep], d.point[keep])
                 for name in ["spearman", "pearson"] + [c for c in coefs if c != "spearman"]:
                     base = {"benchmark_a": a.score.key["benchmark"], "level_a": a.score.key["level"],
                             "benchmark_b": b.score.key["benchmark"], "level_b": b.score.key["level"],
                             **d.score.key, "coefficient": name, "n_rms": n,
                             "headline": dkey(d.score.key) in headline}
-                    values.append(cell)
                     if n < 3:
                         rows.append({**base, "diff": float("nan"), "n_boot": 0})
                         continue
@@ -125,10 +165,13 @@ def compare_benchmarks(bench: list, down: list, coefs: dict, n_boot: int, n_perm
     _exploratory(table, ~conf, ci)
     idx = np.flatnonzero(conf)
     if len(idx):
-        fam = verdict.decide_family([values[i] for i in idx], fdr, min_rms)
-        for col, v in (("rho_ab", fam.r_ab), ("p", fam.p), ("q", fam.q), ("p_floor", fam.floor),
-                       ("ci_low", fam.ci_low), ("ci_high", fam.ci_high), ("ci_level", fam.ci_level),
-                       ("verdict", fam.verdict), ("reason", fam.reason)):
+        _, cells = family_cells(bench, down, signals, confirmatory)
+        if len(cells) != len(idx):  # both walk (personalized, baseline, downstream) in the same order
+            raise AssertionError(f"the declared family has {len(idx)} rows but {len(cells)} cells")
+        fam = verdict.decide_family(cells, fdr, min_rms)
+        for col, v in (("rho_ab", fam.r_ab), ("p", fam.p), ("q", fam.q), ("se_rm", fam.se_rm),
+                       ("se_meas", fam.se_meas), ("ci_low", fam.ci_low), ("ci_high", fam.ci_high),
+                       ("ci_level", fam.ci_level), ("verdict", fam.verdict), ("reason", fam.reason)):
             table.loc[idx, col] = v
         table.loc[idx, "family_size"] = len(idx)
         table.loc[idx, "test"] = verdict.TEST
@@ -157,12 +200,13 @@ def _exploratory(table: pd.DataFrame, mask: np.ndarray, ci: float) -> None:
 def power_table(comparisons: pd.DataFrame, n_sims: int, fdr: float, seed: int,
                 min_rms: int | None = None) -> pd.DataFrame:
     """Per confirmatory cell, the power of the verdict rule itself (`verdict.power_rows`), centred on
-    the cell's mean Spearman coefficient and its benchmarks' inter-correlation, at the family's size."""
+    the cell's mean Spearman coefficient and its benchmarks' inter-correlation, with its measurement
+    variance (`se_meas`^2), at the family's size."""
     conf = comparisons[comparisons["family"] == CONFIRMATORY] if len(comparisons) else comparisons
     if n_sims <= 0 or conf.empty:
         return pd.DataFrame(columns=POWER_COLUMNS)
     cells = [{"center": (r["value_a"] + r["value_b"]) / 2, "rho_ab": r["rho_ab"], "n": r["n_rms"],
-              "diff": r["diff"]} for _, r in conf.iterrows()]
+              "diff": r["diff"], "var_meas": _var_meas(r)} for _, r in conf.iterrows()]
     out = verdict.power_rows(cells, n_sims, fdr, seed, min_rms)
     per_cell = len(out) // len(cells)
     keys = ["policy", "downstream", "estimator", "measure", "k", "benchmark_a", "benchmark_b"]
@@ -171,6 +215,12 @@ def power_table(comparisons: pd.DataFrame, n_sims: int, fdr: float, seed: int,
     table = pd.DataFrame(rows, columns=POWER_COLUMNS)
     table["k"] = table["k"].astype("Int64")
     return table
+
+
+def _var_meas(row) -> float:
+    """A confirmatory row's measurement variance (se_meas^2; 0 where absent)."""
+    se = float(row.get("se_meas", np.nan))
+    return se * se if np.isfinite(se) else 0.0
 
 
 def best_without_one_rm(rms: list[str], bench: list, down: list, coefs: dict) -> dict:

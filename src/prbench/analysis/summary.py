@@ -70,10 +70,11 @@ def _preamble(ci: float, settings: dict) -> list[str]:
         "- **The verdict** (personalized vs each baseline, same downstream scores): the cells declared in "
         "`correlation.confirmatory` (default: each method's headline measure, Spearman, against each baseline) "
         f"form one family. Each is decided by {verdict.TEST_LABEL} (an approximation: Williams' t assumes normal "
-        "scores, the correction is a large-sample one for ranks), Benjamini-Hochberg over that family only at "
-        f"q <= {settings['fdr']:g}; a cell with fewer than {verdict.MIN_RMS} RMs, or whose smallest attainable p "
-        "(`p_floor`) is above that level, is `cannot decide`. The interval beside a verdict is the test's own "
-        "at the family's false-coverage level.",
+        "scores, the correction is a large-sample one for ranks): the variance of the difference over the RMs "
+        "(`se_rm`) plus its variance over the questions, samples, judge ratings and pairs that every RM shares "
+        "(`se_meas`, the question bootstrap with the RMs fixed); Benjamini-Hochberg over that family only at "
+        f"q <= {settings['fdr']:g}; a cell with fewer than {verdict.MIN_RMS} RMs is `cannot decide`. The interval "
+        "beside a verdict is the test's own at the family's false-coverage level.",
         "- **Exploratory comparisons** (every other measure, estimator, k, coefficient): no verdict; the swap "
         "permutation p (swapping the two benchmarks' ranks within each RM: approximate, swapped rank vectors are "
         f"no longer rankings; exact enumeration when n <= {inference.EXACT_SWAP_MAX_N}) under a BH of their own; "
@@ -82,9 +83,10 @@ def _preamble(ci: float, settings: dict) -> list[str]:
         "- **Leave-one-RM-out**: the range of a coefficient (or difference) over the n runs without one RM, "
         "descriptive only; `best without any one RM` says whether the best benchmark stays best without each RM "
         "in turn. **Null tests**: Benjamini-Hochberg q-values over all of them. **Power** (`correlation_power.csv`): "
-        f"the verdict rule itself simulated ({settings.get('power_sims')} draws of normal scores per point) at "
-        "each confirmatory cell's mean coefficient and inter-correlation, every cell of the family carrying the "
-        "same gap.",
+        f"the verdict rule itself simulated ({settings.get('power_sims')} draws of normal scores per point, common "
+        "random numbers) at each confirmatory cell's mean coefficient, inter-correlation and measurement "
+        "variance, every cell of the family carrying the same gap (`gap_in` all cells) or the cell alone "
+        "(this cell).",
         "",
     ]
 
@@ -169,10 +171,12 @@ def _method(row, many_policies: bool) -> str:
     return f"{text} ({row['policy']})" if many_policies else text
 
 
-def _power_rows(power: pd.DataFrame | None, row, quantity: str, gap=None) -> pd.DataFrame:
+def _power_rows(power: pd.DataFrame | None, row, quantity: str, gap=None, gap_in: str = "all cells"
+                ) -> pd.DataFrame:
     if power is None or power.empty:
         return pd.DataFrame()
-    sel = power[(power["quantity"] == quantity) & (power["downstream"] == row["downstream"])
+    sel = power[(power["quantity"] == quantity) & (power.get("gap_in", gap_in) == gap_in)
+                & (power["downstream"] == row["downstream"])
                 & (power["policy"] == row["policy"]) & (power["benchmark_b"] == row["benchmark_b"])]
     if gap is not None:
         sel = sel[np.isclose(sel["gap"].astype(float), gap)]
@@ -222,8 +226,7 @@ def verdict_sentence(comparisons: pd.DataFrame | None, power: pd.DataFrame | Non
             ns = "/".join(str(int(n)) for n in sorted({int(r["n_rms"]) for r in cannot}))
             few = [r for r in cannot if int(r["n_rms"]) < verdict.MIN_RMS]
             whys.append(f"at {ns} RMs the rule cannot decide" + (
-                f" (its test holds from {verdict.MIN_RMS} RMs on)" if few else
-                f" (the smallest p these RMs allow is above {fdr:g})"))
+                f" (it decides from {verdict.MIN_RMS} RMs on)" if few else " (correlation.min_rms)"))
         undecided = [r for _, r in rest if r["verdict"] == "undecided"]
         if undecided:
             qmin = min(float(r["q"]) for r in undecided)

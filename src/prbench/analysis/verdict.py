@@ -1,26 +1,36 @@
 """The verdict rule: does the personalized benchmark predict downstream quality better than a
 baseline? One test decides each cell of a family declared before the run
-(`correlation.confirmatory`), Benjamini-Hochberg controls the family, and the rule's power is
-simulated by calling the very function the run calls (`decide_family`).
+(`correlation.confirmatory`), Benjamini-Hochberg controls the family, and the rule's size and power
+are simulated by calling the very function the run calls (`decide_family`).
 
-The test. Williams' (1959) t for two dependent correlations that share a variable (Steiger 1980,
-eq. 7; `prbench.analysis.inference.williams_test`), applied to Spearman coefficients, with Bonett &
-Wright's (2000) variance factor for Spearman's rho: t = t_Williams / sqrt(1 + rbar^2 / 2) on n - 3
-degrees of freedom, rbar = (rho_a + rho_b) / 2. It is an approximation twice over: Williams' t
-assumes normal scores and Pearson correlations, and the factor is a large-sample correction for
-ranks. Why this test (docs/protocol.yaml, "What each uncertainty covers"): it is closed form, so the
-rule can be simulated thousands of times inside the correlations job; uncorrected, Williams' t on
-Spearman coefficients is liberal when the correlations are high (`main` prints both); Zou's (2007)
-interval with the same correction was conservative in simulation and loses power; the swap
-permutation test is not exact for this null (swapped rank vectors are no longer rankings). The
-rule's simulated size: `python -m prbench.analysis.verdict` and the slow tests of
-tests/test_verdict.py.
+The test carries both levels of the measurement (docs/protocol.yaml, "What each uncertainty
+covers"). The difference of two Spearman coefficients, d = rho(A, y) - rho(B, y), varies
+- with the RMs (which RMs were chosen): Williams' (1959) variance for two dependent correlations
+  that share a variable (Steiger 1980, eq. 7; `prbench.analysis.inference.williams_test`) with
+  Bonett & Wright's (2000) factor 1 + rbar^2 / 2 for Spearman's rho, `se_rm`;
+- with the questions, samples, judge ratings and benchmark pairs the RM-level values are computed
+  from, which every RM shares (RMs that pick alike share the judge's noise; the accuracies share
+  the same pairs): the variance of d over the run's measurement bootstrap with the RMs held fixed
+  (`measurement_variance`: the correlation stage's joint question bootstrap, BoN sample sets and
+  training seeds included), `se_meas`.
+t = d / sqrt(se_rm^2 + se_meas^2) on n - 3 degrees of freedom. The two levels add (the law of total
+variance: the spread of d over RMs given the measurement, plus its spread over measurements given
+the RMs). Where the cell's plug-in correlation matrix is singular (a coefficient of +-1, identical
+or reversed rankings), Williams' variance collapses to 0 whatever the data; there `se_rm` is the
+largest of Williams', the leave-one-RM-out jackknife's and the exact variance of d when y is
+unrelated to both benchmarks (2 (1 - r_ab) / (n - 1)), so a boundary cannot decide on nothing.
+Identical rankings (d = 0) give t = 0, p = 1: "undecided".
 
-Where the test is not used. Below `MIN_RMS` RMs its simulated size exceeds the nominal level when
-the correlations are high (ranks of so few RMs are often perfectly ordered), so a cell with fewer
-RMs is "cannot decide". A cell is also "cannot decide" when its floor, the smallest p the test can
-give on the cell's own values (ties raise it: `p_floor`), is above the FDR level, so that no
-arrangement of these RMs could pass.
+Why this test (chosen by simulation: `python -m prbench.analysis.verdict`, perf/README.md): on
+RM-level values Williams' corrected t holds its size and is far more powerful than a bootstrap or a
+jackknife over RMs, which are conservative when the benchmarks are inter-correlated; on data made
+at the level of questions, samples, a judge and pairs shared by all RMs (`prbench.analysis.worlds`)
+Williams' t alone decides a null world several times its nominal rate, and the measurement term
+brings it back; it is closed form plus one bootstrap the run already has, so the rule can be
+simulated thousands of times inside the correlations job.
+
+Where the test is not used. Below `MIN_RMS` RMs a cell is "cannot decide". Where a cell lies outside
+the region whose size was checked by simulation (`CHECKED`), its reason says so.
 
 The interval shown beside a verdict is the test's own (difference +- t quantile x the standard
 error the test divides by) at the family's false-coverage level 1 - max(R, 1) q / m (Benjamini &
@@ -36,11 +46,17 @@ from scipy import stats as sps
 from ..seeding import stable_seed
 from . import inference, rankmetrics
 
-MIN_RMS = 10  # the test's simulated size holds from here on (population Spearman up to 0.8)
-TEST = "williams_bw"
-TEST_LABEL = "Williams' t on Spearman with the Bonett-Wright correction"
+MIN_RMS = 10  # fewer RMs: "cannot decide"
+TEST = "williams_bw_meas"
+TEST_LABEL = "Williams' t on Spearman (Bonett-Wright factor) with the measurement variance added"
 PERSONALIZED, BASELINE, UNDECIDED, CANNOT, UNDEFINED = (
     "personalized", "baseline", "undecided", "cannot decide", "undefined")
+SINGULAR_TOL = 1e-9  # det of the plug-in correlation matrix at or below this: Williams' variance has collapsed
+# The region whose size held in simulation (size_grid, tests/test_verdict.py; perf/README.md): population
+# Spearman up to 0.9 (|rbar| here) from 20 RMs on, up to 0.8 below 20 (at 0.9 and 10-12 RMs the family's
+# false-win rate was 0.068-0.069 against a limit of 0.065), benchmark inter-correlation -0.3 to 0.9,
+# with and without ties. A cell outside it is decided all the same, and its reason says so.
+CHECKED = {"n_min": MIN_RMS, "rho_max": 0.9, "rho_max_below_20": 0.8, "rho_ab_min": -0.3, "rho_ab_max": 0.9}
 POWER_TARGET = 0.8
 POWER_GAPS = (0.2, 0.3, 0.5)
 POWER_N_GRID = tuple(range(MIN_RMS, 31)) + tuple(range(35, 101, 5)) + tuple(range(120, 301, 20)) + (350, 400, 500)
@@ -60,59 +76,95 @@ def spearman_triplet(xa, xb, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def williams_bw(r_a, r_b, r_ab, n):
-    """(t, se): the corrected Williams statistic t = (r_a - r_b) / se on n - 3 df, and its se.
-    NaN where undefined (n < 4, a NaN coefficient, or r_ab = -1 with both correlations perfect)."""
+    """(t, se): the corrected Williams statistic t = (r_a - r_b) / se on n - 3 df, and its se (the
+    RM level alone). NaN where undefined (n < 4, a NaN coefficient, or a variance of 0)."""
     r_a, r_b, r_ab = (np.asarray(v, dtype=float) for v in (r_a, r_b, r_ab))
     n = np.asarray(n, dtype=float)
     rbar = (r_a + r_b) / 2
-    det = 1 - r_a**2 - r_b**2 - r_ab**2 + 2 * r_a * r_b * r_ab
     with np.errstate(invalid="ignore", divide="ignore"):
-        var = 2 * (n - 1) / (n - 3) * np.maximum(det, 0.0) + rbar**2 * (1 - r_ab) ** 3
+        var = 2 * (n - 1) / (n - 3) * np.maximum(_det(r_a, r_b, r_ab), 0.0) + rbar**2 * (1 - r_ab) ** 3
         se = np.sqrt(var * (1 + rbar**2 / 2) / ((n - 1) * (1 + r_ab)))
         t = (r_a - r_b) / se
-    bad = (n < 4) | ~np.isfinite(t) | ~(se > 0)
+    bad = (n < 4) | ~np.isfinite(t) | ~np.isfinite(se) | ~(se > 0)
     return np.where(bad, np.nan, t), np.where(bad, np.nan, se)
 
 
+def _det(r_a, r_b, r_ab):
+    """Determinant of the 3 x 3 correlation matrix of (y, A, B)."""
+    return 1 - r_a**2 - r_b**2 - r_ab**2 + 2 * r_a * r_b * r_ab
+
+
 def pvalue(t, n):
-    """Two-sided p of the corrected Williams t on n - 3 df (NaN stays NaN)."""
+    """Two-sided p of t on n - 3 df (NaN stays NaN)."""
     t = np.asarray(t, dtype=float)
     df = np.maximum(np.asarray(n, dtype=float) - 3, 1)
     return np.where(np.isfinite(t), 2 * sps.t.sf(np.abs(t), df), np.nan)
 
 
-def _arranged(v: np.ndarray, order: np.ndarray, reverse: bool) -> np.ndarray:
-    """v's sorted values placed in y's order (concordant) or its reverse (discordant), per row."""
-    s = np.sort(v, axis=-1)
-    if reverse:
-        s = s[..., ::-1]
-    out = np.empty_like(s)
-    np.put_along_axis(out, order, s, axis=-1)
-    return out
+def spearman_difference(xa, xb, y) -> np.ndarray:
+    """rho(A, y) - rho(B, y) per row of (..., n) arrays."""
+    r_a, r_b, _ = spearman_triplet(xa, xb, y)
+    return r_a - r_b
 
 
-def p_floor(xa, xb, y) -> np.ndarray:
-    """The smallest p the test can give on these values: one benchmark in the downstream order and
-    the other in its reverse, whichever way round gives the smaller p; where that arrangement is
-    degenerate (no ties: both perfect, t undefined), the reverse with its first two RMs swapped."""
+def measurement_variance(reps_a, reps_b, reps_y) -> np.ndarray:
+    """The variance (ddof 1) of the Spearman difference over measurement replicates of the per-RM
+    values, the RMs held fixed: arrays (..., B, n) -> (...). The run's replicates are its question
+    bootstrap (`prbench.analysis.scores.evaluate_scores`: the questions shared by the personalized
+    accuracies and every downstream mean resampled jointly, each baseline's pairs on their own, BoN
+    sample sets and training seeds redrawn). Replicates where a side is constant are left out; fewer
+    than 2 left: 0."""
+    d = spearman_difference(reps_a, reps_b, reps_y)
+    ok = np.isfinite(d)
+    k = ok.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(ok, d, 0.0).sum(-1) / k
+        var = np.where(ok, (d - mean[..., None]) ** 2, 0.0).sum(-1) / (k - 1)
+    return np.where(k >= 2, var, 0.0)
+
+
+def jackknife_se(xa, xb, y) -> np.ndarray:
+    """Leave-one-RM-out jackknife standard error of the Spearman difference, per row of (..., n)."""
     xa, xb, y = (np.asarray(v, dtype=float) for v in (xa, xb, y))
-    n = xa.shape[-1]
-    order = np.argsort(rankmetrics.snap(y), axis=-1, kind="stable")
-    best = np.full(xa.shape[:-1], np.nan)
-    for conc, disc in ((xa, xb), (xb, xa)):
-        c = _arranged(conc, order, False)
-        d = _arranged(disc, order, True)
-        t, _ = williams_bw(*spearman_triplet(c, d, y), n)
-        if n >= 2 and not np.isfinite(t).all():
-            d2 = d.copy()
-            first, second = order[..., :1], order[..., 1:2]
-            a1, a2 = np.take_along_axis(d, first, -1), np.take_along_axis(d, second, -1)
-            np.put_along_axis(d2, first, a2, -1)
-            np.put_along_axis(d2, second, a1, -1)
-            t = np.where(np.isfinite(t), t, williams_bw(*spearman_triplet(c, d2, y), n)[0])
-        p = pvalue(t, n)
-        best = np.fmin(best, p)
-    return best
+    n = y.shape[-1]
+    idx = np.array([[j for j in range(n) if j != i] for i in range(n)])
+    d = spearman_difference(xa[..., idx], xb[..., idx], y[..., idx])
+    ok = np.isfinite(d)
+    k = ok.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(ok, d, 0.0).sum(-1) / k
+        ss = np.where(ok, (d - mean[..., None]) ** 2, 0.0).sum(-1)
+        return np.where(k >= 2, np.sqrt((k - 1) / k * ss), np.nan)
+
+
+def rm_se(xa, xb, y, r_a, r_b, r_ab, n: int) -> np.ndarray:
+    """The RM-level standard error of the difference: Williams' (Bonett-Wright) where the plug-in
+    correlation matrix is regular; where it is singular (|coefficient| 1, identical or reversed
+    rankings: Williams' variance collapses), the largest of Williams', the jackknife's and the
+    difference's exact variance when y is unrelated to both benchmarks, 2 (1 - r_ab) / (n - 1)."""
+    shape = np.shape(r_a)
+    _, se_w = williams_bw(r_a, r_b, r_ab, n)
+    r_a, r_b, r_ab, se_w = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (r_a, r_b, r_ab, se_w))
+    finite = np.isfinite(r_a) & np.isfinite(r_b) & np.isfinite(r_ab)
+    singular = finite & ((_det(r_a, r_b, r_ab) <= SINGULAR_TOL) | ~np.isfinite(se_w))
+    se = se_w.copy()
+    if n >= 4 and singular.any():
+        xa, xb, y = (np.broadcast_to(np.asarray(v, dtype=float), singular.shape + (n,)) for v in (xa, xb, y))
+        jack = jackknife_se(xa[singular], xb[singular], y[singular])
+        perm = np.sqrt(np.maximum(2 * (1 - r_ab[singular]) / (n - 1), 0.0))
+        se[singular] = np.fmax(np.fmax(np.nan_to_num(se_w[singular], nan=0.0), np.nan_to_num(jack, nan=0.0)), perm)
+    return se.reshape(shape)
+    return se
+
+
+def in_checked_range(n, r_a, r_b, r_ab) -> np.ndarray:
+    """Whether a cell lies in the region whose size was checked by simulation (`CHECKED`)."""
+    rbar = np.abs((np.asarray(r_a, dtype=float) + np.asarray(r_b, dtype=float)) / 2)
+    r_ab = np.asarray(r_ab, dtype=float)
+    rho_max = np.where(np.asarray(n) >= 20, CHECKED["rho_max"], CHECKED["rho_max_below_20"])
+    with np.errstate(invalid="ignore"):
+        return ((np.asarray(n) >= CHECKED["n_min"]) & (rbar <= rho_max + 1e-9)
+                & (r_ab >= CHECKED["rho_ab_min"] - 1e-9) & (r_ab <= CHECKED["rho_ab_max"] + 1e-9))
 
 
 def bh_qvalues(p: np.ndarray, m: int | None = None) -> np.ndarray:
@@ -130,6 +182,32 @@ def bh_qvalues(p: np.ndarray, m: int | None = None) -> np.ndarray:
 
 
 @dataclass
+class Cell:
+    """One declared cell: the personalized benchmark's score, the baseline's and the downstream
+    measure of each RM, arrays (..., n) (leading axes: independent draws, as in a simulation; the
+    run passes one draw), and the Spearman difference's measurement variance (..., ) or a scalar
+    (`measurement_variance` of the run's replicates; 0 = exact values)."""
+    xa: np.ndarray
+    xb: np.ndarray
+    y: np.ndarray
+    var_meas: np.ndarray | float = 0.0
+
+    @classmethod
+    def from_replicates(cls, xa, xb, y, reps_a=None, reps_b=None, reps_y=None) -> "Cell":
+        """A cell whose measurement variance comes from replicates (B, n) (or (..., B, n)) of the
+        three per-RM values; None = exact values."""
+        if reps_a is None:
+            return cls(xa, xb, y, 0.0)
+        return cls(xa, xb, y, measurement_variance(reps_a, reps_b, reps_y))
+
+
+def _as_cell(c) -> Cell:
+    if isinstance(c, Cell):
+        return c
+    return Cell(*c)  # (xa, xb, y) exact, or (xa, xb, y, var_meas)
+
+
+@dataclass
 class Family:
     """`decide_family`'s answer: arrays of shape (..., m), one column per declared cell."""
     n: np.ndarray
@@ -139,12 +217,14 @@ class Family:
     diff: np.ndarray
     t: np.ndarray
     se: np.ndarray
+    se_rm: np.ndarray
+    se_meas: np.ndarray
     p: np.ndarray
     q: np.ndarray
-    floor: np.ndarray
     ci_low: np.ndarray
     ci_high: np.ndarray
     ci_level: np.ndarray
+    checked: np.ndarray
     verdict: np.ndarray  # strings
     reason: np.ndarray  # strings
     fdr: float
@@ -156,24 +236,27 @@ class Family:
 
 
 def decide_family(cells, fdr: float, min_rms: int | None = None) -> Family:
-    """The verdict of every cell of one family from its RM-level values only.
+    """The verdict of every cell of one family.
 
-    cells: [(xa, xb, y), ...], one per declared cell: the personalized benchmark's score, the
-    baseline's and the downstream measure of each RM, arrays of shape (..., n_j) (leading axes:
-    independent draws, as in a simulation; the run passes one draw). min_rms: a user's extra
-    requirement (correlation.min_rms; None = only the test's own MIN_RMS)."""
+    cells: [Cell or (xa, xb, y[, var_meas]), ...], one per declared cell (`Cell`). min_rms: a
+    user's extra requirement (correlation.min_rms; None = only MIN_RMS)."""
     need = max(MIN_RMS, int(min_rms or 0))
-    cols = {k: [] for k in ("n", "a", "b", "ab", "t", "se", "p", "floor")}
-    for xa, xb, y in cells:
-        xa, xb, y = (np.asarray(v, dtype=float) for v in (xa, xb, y))
+    cols = {k: [] for k in ("n", "a", "b", "ab", "t", "se", "se_rm", "se_meas", "p")}
+    for raw in cells:
+        c = _as_cell(raw)
+        xa, xb, y = (np.asarray(v, dtype=float) for v in (c.xa, c.xb, c.y))
         n = y.shape[-1]
         r_a, r_b, r_ab = spearman_triplet(xa, xb, y)
-        t, se = williams_bw(r_a, r_b, r_ab, n)
-        floor = p_floor(xa, xb, y) if n >= 4 else np.full(r_a.shape, np.nan)
+        se_rm = rm_se(xa, xb, y, r_a, r_b, r_ab, n)
+        se_meas = np.sqrt(np.maximum(np.broadcast_to(np.asarray(c.var_meas, dtype=float), r_a.shape), 0.0))
+        se = np.sqrt(se_rm**2 + se_meas**2)
+        diff = r_a - r_b
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t = np.where(se > 0, diff / se, np.where(diff == 0, 0.0, np.nan))  # identical rankings: t = 0
+        t = np.where((n >= 4) & np.isfinite(diff), t, np.nan)
         p = pvalue(t, n)
-        tested = n >= need
         for k, v in (("n", np.full(r_a.shape, n)), ("a", r_a), ("b", r_b), ("ab", r_ab), ("t", t), ("se", se),
-                     ("p", np.where(tested, p, np.nan)), ("floor", floor)):
+                     ("se_rm", se_rm), ("se_meas", se_meas), ("p", np.where(n >= need, p, np.nan))):
             cols[k].append(v)
     st = {k: np.stack(v, axis=-1) for k, v in cols.items()}
     m = st["n"].shape[-1]
@@ -189,43 +272,44 @@ def decide_family(cells, fdr: float, min_rms: int | None = None) -> Family:
     # clipped to the difference's range [-2, 2] (clipping never moves an end across 0)
     lo = np.where(use, np.clip(diff - tq * st["se"], -2.0, 2.0), np.nan)
     hi = np.where(use, np.clip(diff + tq * st["se"], -2.0, 2.0), np.nan)
-    verdict, reason = _words(st, diff, q, decided, fdr, need, m)
-    return Family(st["n"].astype(int), st["a"], st["b"], st["ab"], diff, st["t"], st["se"], st["p"], q,
-                  st["floor"], lo, hi, level, verdict, reason, fdr, need)
+    checked = in_checked_range(st["n"], st["a"], st["b"], st["ab"])
+    verdict, reason = _words(st, diff, q, decided, checked, fdr, need, m)
+    return Family(st["n"].astype(int), st["a"], st["b"], st["ab"], diff, st["t"], st["se"], st["se_rm"],
+                  st["se_meas"], st["p"], q, lo, hi, level, checked, verdict, reason, fdr, need)
 
 
-def _words(st: dict, diff, q, decided, fdr: float, need: int, m: int):
-    n, p, floor = st["n"], st["p"], st["floor"]
+def _words(st: dict, diff, q, decided, checked, fdr: float, need: int, m: int):
+    n, p = st["n"], st["p"]
     verdict = np.full(p.shape, UNDECIDED, dtype=object)
     reason = np.full(p.shape, "", dtype=object)
     undefined = ~np.isfinite(diff) | ((n >= need) & ~np.isfinite(p))
     few = ~undefined & (n < need)
-    floored = ~undefined & ~few & np.isfinite(floor) & (floor > fdr)
-    win = decided & ~undefined & ~few & ~floored
+    win = decided & ~undefined & ~few
     verdict[win] = np.where(diff[win] > 0, PERSONALIZED, BASELINE)
     verdict[undefined] = UNDEFINED
-    verdict[few | floored] = CANNOT
+    verdict[few] = CANNOT
     if verdict.size <= 64:  # the run's single draw: say why (a simulation needs the codes only)
         for i in np.ndindex(p.shape):
-            reason[i] = _reason(verdict[i], int(n[i]), p[i], q[i], floor[i], diff[i], fdr, need, m)
+            reason[i] = _reason(verdict[i], int(n[i]), p[i], q[i], bool(checked[i]), fdr, need, m)
     return verdict, reason
 
 
-def _reason(verdict, n, p, q, floor, diff, fdr, need, m) -> str:
+def _reason(verdict, n, p, q, checked, fdr, need, m) -> str:
     if verdict == UNDEFINED:
-        return "the coefficients or the test are undefined (a side constant across the RMs, or fewer than 4 RMs)"
-    if verdict == CANNOT and n < need:
-        return (f"cannot decide at {n} RMs: the test's size holds from {need} RMs "
-                f"(MIN_RMS {MIN_RMS}{'' if need == MIN_RMS else ', correlation.min_rms ' + str(need)})")
+        return "the coefficients are undefined (a side constant across the RMs, or fewer than 4 RMs)"
     if verdict == CANNOT:
-        return (f"cannot decide at {n} RMs: the smallest p these values allow ({floor:.3g}) is above the "
-                f"family's largest BH threshold {fdr:g}")
-    if verdict == UNDECIDED:
-        return f"q = {q:.3g} > {fdr:g} (BH over the {m} confirmatory cells; p = {p:.3g})"
-    return f"q = {q:.3g} <= {fdr:g} (BH over the {m} confirmatory cells; p = {p:.3g})"
+        return (f"cannot decide at {n} RMs: the rule decides from {need} RMs "
+                f"(MIN_RMS {MIN_RMS}{'' if need == MIN_RMS else ', correlation.min_rms ' + str(need)})")
+    sign = ">" if verdict == UNDECIDED else "<="
+    text = f"q = {q:.3g} {sign} {fdr:g} (BH over the {m} confirmatory cells; p = {p:.3g})"
+    if not checked:
+        text += (f"; outside the range whose size was checked (|mean Spearman| <= {CHECKED['rho_max']} from 20 RMs, "
+                 f"{CHECKED['rho_max_below_20']} below; inter-correlation {CHECKED['rho_ab_min']} to "
+                 f"{CHECKED['rho_ab_max']})")
+    return text
 
 
-# ---- power of the rule, by simulation ------------------------------------------------------------
+# ---- simulation at the RM level: draws, measurement noise, the rule's power and size ---------------
 
 
 def spearman_to_pearson(rho):
@@ -233,80 +317,173 @@ def spearman_to_pearson(rho):
     return 2.0 * np.sin(np.pi * np.asarray(rho, dtype=float) / 6.0)
 
 
+def _cholesky(center: float, gap: float, rho_ab: float) -> np.ndarray | None:
+    """The Cholesky factor of the normal scores' correlation matrix (y, A, B) whose Spearman
+    correlations are rho(A, y) = center + gap/2, rho(B, y) = center - gap/2, rho(A, B) = rho_ab;
+    None when no correlation matrix has them."""
+    s_a, s_b = center + gap / 2, center - gap / 2
+    if max(abs(s_a), abs(s_b), abs(rho_ab)) > 1:
+        return None
+    r = spearman_to_pearson([s_a, s_b, rho_ab])
+    cov = np.array([[1, r[0], r[1]], [r[0], 1, r[2]], [r[1], r[2], 1]])
+    if np.linalg.eigvalsh(cov).min() <= 1e-9:
+        return None
+    return np.linalg.cholesky(cov)
+
+
 def possible(center: float, gap: float, rho_ab: float) -> bool:
     """Whether population Spearman correlations center +- gap/2 with the downstream measure and
     rho_ab between the benchmarks form a correlation matrix (of normal scores)."""
-    s_a, s_b = center + gap / 2, center - gap / 2
-    if max(abs(s_a), abs(s_b), abs(rho_ab)) > 1:
-        return False
-    r = spearman_to_pearson([s_a, s_b, rho_ab])
-    cov = np.array([[1, r[0], r[1]], [r[0], 1, r[2]], [r[1], r[2], 1]])
-    return bool(np.linalg.eigvalsh(cov).min() > 1e-9)
+    return _cholesky(center, gap, rho_ab) is not None
 
 
-def draw_cell(center: float, gap: float, rho_ab: float, n: int, n_sims: int, rng) -> tuple | None:
+def cut_levels(v: np.ndarray, levels: int) -> np.ndarray:
+    """Normal scores cut into `levels` equally likely levels (ties, as in a judge's 0/1/2 ratings)."""
+    return np.digitize(v, sps.norm.ppf(np.arange(1, levels) / levels)).astype(float)
+
+
+def draw_cell(center: float, gap: float, rho_ab: float, n: int, n_sims: int, rng, levels: int | None = None
+              ) -> tuple | None:
     """n_sims samples of n RMs: (xa, xb, y) of normal scores whose population Spearman
-    correlations are rho(A, y) = center + gap/2, rho(B, y) = center - gap/2, rho(A, B) = rho_ab;
-    None when no correlation matrix has them."""
-    if not possible(center, gap, rho_ab):
+    correlations are rho(A, y) = center + gap/2, rho(B, y) = center - gap/2, rho(A, B) = rho_ab
+    (both benchmarks cut to `levels` levels when given); None when no correlation matrix has them."""
+    chol = _cholesky(center, gap, rho_ab)
+    if chol is None:
         return None
-    r = spearman_to_pearson([center + gap / 2, center - gap / 2, rho_ab])
-    cov = np.array([[1, r[0], r[1]], [r[0], 1, r[2]], [r[1], r[2], 1]])
-    z = rng.standard_normal((n_sims, n, 3)) @ np.linalg.cholesky(cov).T
-    return z[..., 1], z[..., 2], z[..., 0]
+    z = rng.standard_normal((n_sims, n, 3)) @ chol.T
+    xa, xb, y = z[..., 1], z[..., 2], z[..., 0]
+    if levels:
+        xa, xb = cut_levels(xa, levels), cut_levels(xb, levels)
+    return xa, xb, y
 
 
-def rule_power(specs, ns, gap: float, n_sims: int, fdr: float, seed: int, min_rms: int | None = None) -> np.ndarray:
-    """Per cell, the share of n_sims simulated families in which `decide_family` says
-    "personalized" when every cell j carries the gap: specs[j] = (center_j, rho_ab_j), ns[j] its
-    RMs. A cell whose correlations are impossible gives NaN and enters BH as untested (p = 1)."""
-    # plain floats and ints in the seed string (a numpy scalar would print as np.float64(...))
-    rng = np.random.default_rng(stable_seed(seed, "verdict-power", round(float(gap), 6), tuple(int(n) for n in ns),
-                                            tuple((round(float(c), 6), round(float(r), 6)) for c, r in specs)))
+def measurement_noise_sd(var_meas: float, center: float, rho_ab: float, n: int, seed: int = 0,
+                         sims: int = 200, reps: int = 16) -> float:
+    """The SD of independent N(0, sd^2) noise on the downstream scores (normal-score scale) under
+    which the Spearman difference varies by var_meas over the noise at n RMs (the RMs held fixed):
+    how the power simulation gives its draws a run's measurement variance. Bisection over sd with
+    common random numbers; 0 for var_meas 0; capped at 10 (the downstream ranking is then noise)."""
+    if not (np.isfinite(var_meas) and var_meas > 0) or n < 4:
+        return 0.0
+    rng = np.random.default_rng(stable_seed(seed, "verdict-noise", int(n)))
+    chol = _cholesky(float(np.clip(center, -0.99, 0.99)), 0.0, float(np.clip(rho_ab, -0.99, 0.99)))
+    if chol is None:
+        chol = np.eye(3)
+    z = rng.standard_normal((sims, 1, n, 3)) @ chol.T
+    e = rng.standard_normal((sims, reps, n))
+
+    def induced(sd: float) -> float:
+        d = spearman_difference(z[..., 1], z[..., 2], z[..., 0] + sd * e)
+        return float(np.nanmean(np.nanvar(d, axis=-1, ddof=1)))
+
+    lo, hi = -3.0, 1.0  # log10 sd
+    if induced(10.0**hi) <= var_meas:
+        return 10.0**hi
+    for _ in range(20):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if induced(10.0**mid) < var_meas else (lo, mid)
+    return float(10.0 ** ((lo + hi) / 2))
+
+
+class PowerDraws:
+    """Common random numbers for the power simulation: cell j's draws come from one stream
+    (seed, j), nested in n (n RMs = the stream's first n), shared by every gap, so power is
+    monotone in the gap and the RMs up to Monte Carlo noise that no longer differs between calls."""
+
+    def __init__(self, n_sims: int, seed: int):
+        self.n_sims, self.seed, self._cache = n_sims, seed, {}
+
+    def get(self, j: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+        z, e = self._cache.get(j, (None, None))
+        if z is None or z.shape[1] < n:
+            rng = np.random.default_rng(stable_seed(self.seed, "verdict-power", j))
+            size = max(n, max(POWER_N_GRID))
+            z, e = rng.standard_normal((self.n_sims, size, 3)), rng.standard_normal((self.n_sims, size))
+            self._cache[j] = (z, e)
+        return z[:, :n], e[:, :n]
+
+
+def rule_power(specs, ns, gap, n_sims: int, fdr: float, seed: int, min_rms: int | None = None,
+               meas=None, draws: PowerDraws | None = None) -> np.ndarray:
+    """Per cell, the share of n_sims simulated families in which `decide_family` decides for the
+    side the cell's gap favours ("personalized" for a gap > 0). specs[j] = (center_j, rho_ab_j),
+    ns[j] its RMs; gap: one gap for every cell, or one per cell (0 = a null cell); meas[j] =
+    (noise_sd, var_meas at ns[j]) or None (exact values): the draws' downstream scores get the
+    noise and the test the variance. A cell whose correlations are impossible gives NaN and enters
+    BH as untested (p = 1)."""
+    draws = draws or PowerDraws(n_sims, seed)
+    gaps = np.broadcast_to(np.asarray(gap, dtype=float), (len(specs),))
     cells, ok = [], []
-    for (center, rho_ab), n in zip(specs, ns):
-        d = draw_cell(center, gap, rho_ab, n, n_sims, rng)
-        ok.append(d is not None)
-        if d is None:  # untestable: a constant side makes every coefficient undefined
-            d = (np.zeros((n_sims, n)), np.zeros((n_sims, n)), np.zeros((n_sims, n)))
-        cells.append(d)
+    for j, ((center, rho_ab), n) in enumerate(zip(specs, ns)):
+        chol = _cholesky(center, float(gaps[j]), rho_ab)
+        ok.append(chol is not None)
+        if chol is None:  # untestable: a constant side makes every coefficient undefined
+            cells.append((np.zeros((n_sims, n)),) * 3)
+            continue
+        z, e = draws.get(j, n)
+        v = z @ chol.T
+        sd, var = meas[j] if meas is not None and meas[j] is not None else (0.0, 0.0)
+        cells.append(Cell(v[..., 1], v[..., 2], v[..., 0] + sd * e, var))
     fam = decide_family(cells, fdr, min_rms)
-    rate = fam.rate(PERSONALIZED if gap >= 0 else BASELINE)
+    rate = np.where(gaps >= 0, fam.rate(PERSONALIZED), fam.rate(BASELINE))
     return np.where(ok, rate, np.nan)
 
 
 def power_rows(cells: list[dict], n_sims: int, fdr: float, seed: int, min_rms: int | None = None) -> list[dict]:
-    """Per confirmatory cell (dicts with center, rho_ab, n, diff): the smallest Spearman gap the rule
-    detects with POWER_TARGET power at the cell's n, and the RMs each gap of POWER_GAPS and the
-    observed |diff| needs, every cell of the family carrying the same gap. Impossible gaps (no
-    correlation matrix at that inter-correlation and centre) are named; `n_rms` NaN = beyond 500."""
+    """Per confirmatory cell (dicts with center, rho_ab, n, diff and optionally var_meas, the run's
+    measurement variance of the difference): the smallest Spearman gap the rule detects with
+    POWER_TARGET power at the cell's n, and the RMs each gap of POWER_GAPS and the observed |diff|
+    need; `gap_in` "all cells" when every cell of the family carries the gap, "this cell" when it
+    alone does (the others null). The measurement variance is the run's, scaled by n_obs / n (that
+    of a correlation). Cells with the same centre, inter-correlation, RMs and measurement variance
+    share one power curve (their rates pooled). Impossible gaps are named; `n_rms` NaN = beyond 500."""
     specs = [(float(np.clip(c["center"], -0.99, 0.99)) if np.isfinite(c["center"]) else 0.0,
               float(np.clip(c["rho_ab"], -0.99, 0.99)) if np.isfinite(c["rho_ab"]) else 0.0) for c in cells]
+    var_obs = [float(c.get("var_meas", 0.0) or 0.0) if np.isfinite(c.get("var_meas", 0.0) or 0.0) else 0.0
+               for c in cells]
+    own_n = tuple(int(c["n"]) for c in cells)
+    noise = [measurement_noise_sd(v, s[0], s[1], n, seed) for v, s, n in zip(var_obs, specs, own_n)]
+    group = {}
+    for j, key in enumerate(zip(specs, own_n, [round(v, 12) for v in var_obs])):
+        group.setdefault(key, []).append(j)
+    members = [group[k] for k in zip(specs, own_n, [round(v, 12) for v in var_obs])]
+    draws = PowerDraws(n_sims, seed)
     cache: dict = {}
+    m = len(cells)
 
-    def power(ns: tuple, gap: float) -> np.ndarray:
-        key = (ns, gap)
+    def power(ns: tuple, gaps: tuple) -> np.ndarray:
+        key = (ns, gaps)
         if key not in cache:
-            cache[key] = rule_power(specs, list(ns), gap, n_sims, fdr, seed, min_rms)
+            meas = [(noise[j], var_obs[j] * own_n[j] / ns[j]) for j in range(m)]
+            cache[key] = rule_power(specs, list(ns), np.array(gaps), n_sims, fdr, seed, min_rms, meas, draws)
         return cache[key]
 
-    m = len(cells)
-    own_n = tuple(int(c["n"]) for c in cells)
+    def pooled(j: int, ns_of, gap: float, alone: bool) -> float:
+        """Cell j's power, pooled over the cells identical to it (each carrying the gap in turn when alone)."""
+        rates = []
+        for i in members[j]:
+            gaps = tuple(gap if (not alone or k == i) else 0.0 for k in range(m))
+            rates.append(power(ns_of(i), gaps)[i])
+        return float(np.mean(rates))
+
     rows = []
     for j, c in enumerate(cells):
         base = {"center": specs[j][0], "rho_ab": specs[j][1], "fdr": fdr, "family_size": m,
                 "target_power": POWER_TARGET, "n_sims": n_sims}
-        # smallest gap: power grows with the gap; bisection over the possible part of the grid
-        grid = [g for g in GAP_GRID if possible(specs[j][0], g, specs[j][1])]
-        found = _bisect(grid, lambda g, j=j: power(own_n, g)[j])
-        rows.append({**base, "quantity": "min_gap", "gap": found[0] if found else np.nan, "n_rms": own_n[j],
-                     "power": found[1] if found else np.nan, "possible": bool(grid)})
         observed = float(round(abs(float(c["diff"])), 2)) if np.isfinite(c["diff"]) else np.nan
-        for what, gap in [("rms_needed", g) for g in POWER_GAPS] + [("rms_needed_observed", observed)]:
-            ok = np.isfinite(gap) and gap > 0 and possible(specs[j][0], gap, specs[j][1])
-            found = _bisect(list(POWER_N_GRID), lambda n, g=gap, j=j: power((n,) * m, g)[j]) if ok else None
-            rows.append({**base, "quantity": what, "gap": gap, "n_rms": found[0] if found else np.nan,
-                         "power": found[1] if found else np.nan, "possible": bool(ok)})
+        for alone in (False, True):
+            gap_in = "this cell" if alone else "all cells"
+            grid = [g for g in GAP_GRID if possible(specs[j][0], g, specs[j][1])]
+            found = _bisect(grid, lambda g, j=j, alone=alone: pooled(j, lambda i: own_n, g, alone))
+            rows.append({**base, "quantity": "min_gap", "gap_in": gap_in, "gap": found[0] if found else np.nan,
+                         "n_rms": own_n[j], "power": found[1] if found else np.nan, "possible": bool(grid)})
+            for what, gap in [("rms_needed", g) for g in POWER_GAPS] + [("rms_needed_observed", observed)]:
+                ok = np.isfinite(gap) and gap > 0 and possible(specs[j][0], gap, specs[j][1])
+                found = _bisect(list(POWER_N_GRID), lambda n, g=gap, j=j, alone=alone: pooled(
+                    j, lambda i: (n,) * m, g, alone)) if ok else None
+                rows.append({**base, "quantity": what, "gap_in": gap_in, "gap": gap,
+                             "n_rms": found[0] if found else np.nan, "power": found[1] if found else np.nan,
+                             "possible": bool(ok)})
     return rows
 
 
@@ -323,52 +500,71 @@ def _bisect(grid: list, power_at) -> tuple | None:
     return found
 
 
-# ---- the rule's size and power on a grid (a command anyone can rerun) ------------------------------
+# ---- the rule's size on a grid (a command anyone can rerun) ----------------------------------------
+
+SIZE_NS = (10, 12, 20, 30)
+SIZE_RHOS = (0.3, 0.6, 0.8, 0.9)
+SIZE_INTER = (-0.3, 0.2, 0.5, 0.9)
 
 
-def size_grid(ns=(7, 10, 12, 20, 30), rhos=(0.3, 0.6, 0.8), inter=(0.2, 0.5, 0.8), m: int = 3,
-              n_sims: int = 5000, fdr: float = 0.05, seed: int = 0) -> list[dict]:
+def size_grid(ns=SIZE_NS, rhos=SIZE_RHOS, inter=SIZE_INTER, levels=(None, 3), m: int = 3, n_sims: int = 4000,
+              fdr: float = 0.05, seed: int = 0) -> list[dict]:
     """False-win rate of the whole rule (any cell of an all-null family of m cells decided) under
-    equal population correlations rho with the downstream measure."""
+    equal population correlations rho with the downstream measure, exact RM-level values, with the
+    benchmarks continuous or cut to `levels` levels (ties)."""
     out = []
-    for n in ns:
-        for rho in rhos:
-            for r_ab in inter:
-                if not possible(rho, 0.0, r_ab):
-                    continue
-                rng = np.random.default_rng(stable_seed(seed, "verdict-size", n, rho, r_ab))
-                cells = [draw_cell(rho, 0.0, r_ab, n, n_sims, rng) for _ in range(m)]
-                fam = decide_family(cells, fdr)
-                wins = np.isin(fam.verdict, [PERSONALIZED, BASELINE])
-                out.append({"n": n, "rho": rho, "rho_ab": r_ab, "false_win": float(wins.any(-1).mean()),
-                            "per_cell": float(wins.mean()), "mcse": float(np.sqrt(fdr * (1 - fdr) / n_sims))})
+    for lv in levels:
+        for n in ns:
+            for rho in rhos:
+                for r_ab in inter:
+                    if not possible(rho, 0.0, r_ab):
+                        continue
+                    rng = np.random.default_rng(stable_seed(seed, "verdict-size", n, rho, r_ab, lv or 0))
+                    cells = [draw_cell(rho, 0.0, r_ab, n, n_sims, rng, lv) for _ in range(m)]
+                    fam = decide_family(cells, fdr)
+                    wins = np.isin(fam.verdict, [PERSONALIZED, BASELINE])
+                    out.append({"levels": lv or 0, "n": n, "rho": rho, "rho_ab": r_ab,
+                                "false_win": float(wins.any(-1).mean()), "per_cell": float(wins.mean()),
+                                "mcse": float(np.sqrt(fdr * (1 - fdr) / n_sims))})
     return out
 
 
-def _uncorrected_size(n: int, rho: float, r_ab: float, n_sims: int = 5000, fdr: float = 0.05, seed: int = 0) -> float:
-    """The same family with Williams' t uncorrected (prbench.analysis.inference), for comparison."""
-    rng = np.random.default_rng(stable_seed(seed, "verdict-size", n, rho, r_ab))
-    ps = []
-    for _ in range(3):
-        r_a, r_b, r_ab_hat = spearman_triplet(*draw_cell(rho, 0.0, r_ab, n, n_sims, rng))
-        ps.append(inference.williams_test(r_a, r_b, r_ab_hat, n)[1])
-    return float((bh_qvalues(np.stack(ps, -1)) <= fdr).any(-1).mean())
+def main(argv=None) -> None:  # python -m prbench.analysis.verdict [--quick]
+    import argparse
 
+    from . import worlds
 
-def main() -> None:  # python -m prbench.analysis.verdict
-    print(f"The rule's false-win rate ({TEST_LABEL}; BH over 3 null cells at q = 0.05; 5,000 draws per row;")
-    print("the last column: the same family with Williams' t uncorrected):")
-    print("n\trho\trho_ab\tany cell\tper cell\tuncorrected")
-    for r in size_grid():
-        unc = _uncorrected_size(r["n"], r["rho"], r["rho_ab"])
-        print(f"{r['n']}\t{r['rho']}\t{r['rho_ab']}\t{r['false_win']:.4f}\t{r['per_cell']:.4f}\t{unc:.4f}")
-    pw = rule_power([(0.35, 0.5)] * 3, [30] * 3, 0.5, 5000, 0.05, seed=0)
-    print(f"Power at 30 RMs, population Spearman 0.6 vs 0.1, rho_ab 0.5, the gap in all 3 cells: {pw.round(3)}")
-    # config.yaml's family: BoN, PPO, GRPO x RewardBench, RM-Bench = 6 cells at its 5 downstream RMs,
-    # centred between the paper's reported Spearman coefficients (0.257, 0.371)
-    rows = power_rows([{"center": 0.3, "rho_ab": 0.5, "n": 5, "diff": 0.5}] * 6, 2000, 0.05, seed=0)[:5]
-    need = ", ".join(f"gap {r['gap']:.1f}: {r['n_rms']} RMs" for r in rows if r["quantity"] == "rms_needed")
-    print(f"config.yaml's family (6 cells, centre 0.3, rho_ab 0.5), RMs for 80% power of the rule: {need}")
+    ap = argparse.ArgumentParser(description="The verdict rule's size and power, simulated by the function "
+                                             "the run calls")
+    ap.add_argument("--sims", type=int, default=4000, help="families per size-grid row (default 4000)")
+    ap.add_argument("--world-sims", type=int, default=1000, help="families per question-level world (default 1000)")
+    args = ap.parse_args(argv)
+    print(f"Test: {TEST_LABEL}; BH over the family at q = 0.05.")
+    print(f"1. RM-level values: false-win rate of a family of 3 null cells ({args.sims} draws a row; "
+          "levels 3 = both benchmarks cut to 3 levels, ties):")
+    print("levels\tn\trho\trho_ab\tany cell\tper cell\tlimit (0.05 + 3 SE)")
+    for r in size_grid(n_sims=args.sims):
+        lim = 0.05 + 3 * r["mcse"]
+        flag = "" if r["false_win"] <= lim else "\tABOVE"
+        print(f"{r['levels']}\t{r['n']}\t{r['rho']}\t{r['rho_ab']}\t{r['false_win']:.4f}\t{r['per_cell']:.4f}\t"
+              f"{lim:.4f}{flag}")
+    print(f"2. Question-level worlds (prbench.analysis.worlds; {args.world_sims} families each, 2 cells):")
+    print("world\tdecided\tpersonalized\tbaseline\tRM level alone (Williams)")
+    for name, spec in worlds.NAMED.items():
+        r = worlds.rates(spec, args.world_sims, seed=0)
+        print(f"{name}\t{r['decided']:.3f}\t{r['personalized']:.3f}\t{r['baseline']:.3f}\t{r['rm_level']:.3f}")
+    print("   graded world, 35 RMs (judge = w personal + (1 - w) general):")
+    for w, spec in worlds.graded().items():
+        r = worlds.rates(spec, args.world_sims // 2, seed=0)
+        print(f"w {w}\tpersonalized {r['personalized']:.3f}\tbaseline {r['baseline']:.3f}")
+    # config.yaml's family: BoN, PPO, GRPO x RewardBench, RM-Bench = 6 cells, centred between the paper's
+    # reported Spearman coefficients (0.257, 0.371), exact values
+    rows = power_rows([{"center": 0.3, "rho_ab": 0.5, "n": 5, "diff": 0.5}] * 6, 1000, 0.05, seed=0)
+    for gap_in in ("all cells", "this cell"):
+        need = ", ".join(f"gap {r['gap']:.1f}: {r['n_rms']} RMs" for r in rows[:10]
+                         if r["quantity"] == "rms_needed" and r["gap_in"] == gap_in)
+        print(f"3. config.yaml's family (6 cells, centre 0.3, rho_ab 0.5, exact values), 80% power, the gap in "
+              f"{gap_in}: {need}")
 
 
 if __name__ == "__main__":

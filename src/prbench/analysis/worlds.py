@@ -1,0 +1,127 @@
+"""Worlds made at the level the data are made, for checking the verdict rule: RMs that pick their
+best-of-N answer from samples shared by all RMs, one judge with noise and few rating levels that
+rates every sample once, benchmark pairs shared by all RMs. The very function the run calls
+(`verdict.decide_family`, fed `verdict.Cell.from_replicates` with a question and pair bootstrap
+as the run's) decides each simulated family, so its false-decision rate in a world with no answer
+and its direction in a graded world are measured, not assumed.
+
+The world. Every sample of a question has a personal fit u and a general quality g (independent
+N(0, 1)). RM r scores a sample s_r (cos(theta_r) u + sin(theta_r) g) + noise, theta_r uniform on
+[0, pi/2] (how much it weighs the user against general quality), s_r log-normal (its strength);
+its BoN answer is its top-scored sample. The judge rates each sample once:
+w u + (1 - w) g + noise, cut to `judge_levels` levels; `judge_weight` None = a judge unrelated to
+both (a fresh N(0, 1) draw per sample). The personalized benchmark's pairs differ mostly in u, each
+baseline's mostly in g; RM r is right on a pair when its score of the difference plus noise is > 0.
+At w = 0.5 the world is symmetric in (u, g): the population coefficients of the two benchmarks are
+equal, so a decision is false; w = 1 plants "personalized", w = 0 "baseline".
+
+`python -m prbench.analysis.verdict` prints these worlds' rates; tests/test_verdict.py checks them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..seeding import stable_seed
+from . import verdict
+
+
+@dataclass(frozen=True)
+class WorldSpec:
+    n_rms: int = 35
+    questions: int = 120
+    samples: int = 16
+    pairs: int = 300  # per benchmark
+    baselines: int = 2  # cells of the family: the personalized benchmark against each baseline
+    judge_weight: float | None = 0.5  # w; None = the judge is unrelated to both benchmarks
+    judge_noise: float = 1.0
+    judge_levels: int = 3
+    rm_noise: float = 1.0
+    strength_sd: float = 0.5
+    pair_margin: float = 0.7
+    pair_off: float = 0.3
+
+
+def _draw(spec: WorldSpec, n_sims: int, rng, n_boot: int) -> list:
+    n, Q, N, P = spec.n_rms, spec.questions, spec.samples, spec.pairs
+    theta = rng.uniform(0, np.pi / 2, (n_sims, n, 1))
+    strength = np.exp(rng.normal(0, spec.strength_sd, (n_sims, n, 1)))
+    w_u, w_g = np.cos(theta) * strength, np.sin(theta) * strength
+    u = rng.standard_normal((n_sims, 1, Q, N))
+    g = rng.standard_normal((n_sims, 1, Q, N))
+    score = w_u[..., None] * u + w_g[..., None] * g + spec.rm_noise * rng.standard_normal((n_sims, n, Q, N))
+    pick = score.argmax(-1)  # (S, n, Q): each RM's best of the N shared samples
+    if spec.judge_weight is None:
+        judge = rng.standard_normal((n_sims, 1, Q, N))
+    else:
+        w = spec.judge_weight
+        judge = w * u + (1 - w) * g + spec.judge_noise * rng.standard_normal((n_sims, 1, Q, N))
+    if spec.judge_levels:
+        judge = verdict.cut_levels(judge / judge.std(), spec.judge_levels)
+    y_q = np.take_along_axis(np.broadcast_to(judge, score.shape), pick[..., None], -1)[..., 0]  # (S, n, Q)
+
+    def credits(personal: bool) -> np.ndarray:  # (S, n, P): right (1) or wrong (0) on each shared pair
+        main = np.abs(rng.standard_normal((n_sims, 1, P))) * spec.pair_margin
+        off = rng.standard_normal((n_sims, 1, P)) * spec.pair_off
+        du, dg = (main, off) if personal else (off, main)
+        noise = spec.rm_noise * spec.pair_margin * rng.standard_normal((n_sims, n, P))
+        return ((w_u * du + w_g * dg + noise) > 0).astype(float)
+
+    units = [credits(True)] + [credits(False) for _ in range(spec.baselines)] + [y_q]
+    point = [x.mean(-1) for x in units]
+    reps = [_bootstrap(x, n_boot, rng) for x in units]
+    a, ra, y, ry = point[0], reps[0], point[-1], reps[-1]
+    return [verdict.Cell.from_replicates(a, b, y, ra, rb, ry) for b, rb in zip(point[1:-1], reps[1:-1])]
+
+
+def _bootstrap(units: np.ndarray, n_boot: int, rng) -> np.ndarray:
+    """(S, n, U) per-unit values -> (S, B, n) means over units resampled with replacement, one
+    draw for all RMs (the run's question bootstrap: a unit is shared by every RM)."""
+    S, _, U = units.shape
+    w = rng.multinomial(U, np.full(U, 1.0 / U), size=(S, n_boot)) / U
+    return np.einsum("sbu,snu->sbn", w, units)
+
+
+def decide(spec: WorldSpec, n_sims: int, seed: int, fdr: float = 0.05, n_boot: int = 200,
+           chunk: int = 50) -> verdict.Family:
+    """`decide_family` on n_sims families drawn from the world (chunks of `chunk` to bound memory)."""
+    rng = np.random.default_rng(stable_seed(seed, "verdict-world", repr(spec)))
+    parts = [_draw(spec, min(chunk, n_sims - i), rng, n_boot) for i in range(0, n_sims, chunk)]
+    cells = [verdict.Cell(*(np.concatenate([np.atleast_1d(getattr(p[j], f)) for p in parts])
+                            for f in ("xa", "xb", "y", "var_meas"))) for j in range(len(parts[0]))]
+    return verdict.decide_family(cells, fdr)
+
+
+def rates(spec: WorldSpec, n_sims: int, seed: int, fdr: float = 0.05, n_boot: int = 200) -> dict:
+    """Share of families with any cell decided "personalized" / "baseline", and either; `rm_level`:
+    the same families decided on the RM-level values alone (the measurement variance left out),
+    what the rule without its second level would decide."""
+    fam = decide(spec, n_sims, seed, fdr, n_boot)
+    wins = np.isin(fam.verdict, [verdict.PERSONALIZED, verdict.BASELINE])
+    return {"personalized": float((fam.verdict == verdict.PERSONALIZED).any(-1).mean()),
+            "baseline": float((fam.verdict == verdict.BASELINE).any(-1).mean()),
+            "decided": float(wins.any(-1).mean()),
+            "rm_level": float(np.isin(_rm_level(fam, fdr), [verdict.PERSONALIZED, verdict.BASELINE]).any(-1).mean()),
+            "n_sims": n_sims, "mcse": float(np.sqrt(fdr * (1 - fdr) / n_sims))}
+
+
+def _rm_level(fam: verdict.Family, fdr: float) -> np.ndarray:
+    t = fam.diff / fam.se_rm
+    p = verdict.pvalue(t, fam.n)
+    q = verdict.bh_qvalues(p)
+    return np.where(q <= fdr, np.where(fam.diff > 0, verdict.PERSONALIZED, verdict.BASELINE), verdict.UNDECIDED)
+
+
+NAMED = {
+    "null (judge unrelated), 35 RMs": WorldSpec(judge_weight=None),
+    "null (judge unrelated), 12 RMs": WorldSpec(n_rms=12, judge_weight=None),
+    "null (symmetric, w 0.5), 35 RMs": WorldSpec(judge_weight=0.5),
+    "null (symmetric, w 0.5), 12 RMs": WorldSpec(n_rms=12, judge_weight=0.5),
+    "null (judge unrelated), 35 RMs, strong RMs differ": WorldSpec(judge_weight=None, strength_sd=1.5),
+    "null (symmetric), 35 RMs, strong RMs differ": WorldSpec(judge_weight=0.5, strength_sd=1.5),
+}
+
+
+def graded(n_rms: int = 35, weights=(0.0, 0.2, 0.4, 0.5, 0.6, 0.8, 1.0)) -> dict:
+    return {w: replace(WorldSpec(n_rms=n_rms), judge_weight=w) for w in weights}
