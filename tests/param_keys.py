@@ -183,6 +183,8 @@ def edits(leaf: Leaf) -> list[tuple[str, list]]:
             extra = [x for x in (max(v) / 2, (min(v) + max(v)) / 2, min(v) + 0.1, max(v) - 0.1)
                      if lo <= x <= hi and x not in v]
             longer = v + extra[:1]
+        elif "enum" in item:  # an enum member not in the list yet
+            longer = v + [e for e in item["enum"] if e not in v][:1]
         else:
             longer = v + ["edited"]
         out.append(("value", [v[:-1], longer] if len(v) > 1 else [longer]))

@@ -13,6 +13,7 @@ from test_verdict import _own_bw_p, _own_var_meas
 
 from prbench.analysis import comparison as C
 from prbench.analysis import inference, rankmetrics
+from prbench.analysis import power as P
 from prbench.analysis import verdict as V
 from prbench.seeding import stable_seed
 
@@ -235,7 +236,7 @@ def test_power_table_cells():
     assert list(C.power_table(t, 0, 0.05, 0).columns) == C.POWER_COLUMNS
     assert C.power_table(t, 0, 0.05, 0).empty
     assert C.power_table(t[t["family"] == C.EXPLORATORY], 10, 0.05, 0).empty
-    want = V.power_rows([{"center": 0.4, "rho_ab": 0.4, "n": 12, "diff": 0.2}], 2, 0.05, 1)
+    want = P.power_rows([{"center": 0.4, "rho_ab": 0.4, "n": 12, "diff": 0.2}], 2, 0.05, 1)
     got = C.power_table(t, 2, 0.05, 1)
     assert len(got) == len(want) == 10 and list(got.columns) == C.POWER_COLUMNS
     for col, v in key.items():
@@ -258,7 +259,7 @@ def test_power_table_passes_each_cell_and_its_settings(table, monkeypatch):
                  "rho_ab": c["rho_ab"], "fdr": fdr, "family_size": len(cells), "target_power": 0.8, "n_sims": n_sims}
                 for j, c in enumerate(cells) for q in ("min_gap", "rms_needed")]
 
-    monkeypatch.setattr(V, "power_rows", stand_in)
+    monkeypatch.setattr(P, "power_rows", stand_in)
     conf = table[table["family"] == C.CONFIRMATORY]
     got = C.power_table(table, 1, 0.1, 7, min_rms=5)
     ((cells, n_sims, fdr, seed, min_rms),) = calls

@@ -23,8 +23,10 @@ ALLOWED = {
     "prbench.training": ("prbench.rms",),
     "prbench.downstream": ("prbench.data", "prbench.rms", "prbench.judge"),
     # the analysis reads the downstream contract (the package itself), never a method's code
+    # (and the null worlds, prbench.analysis.null_world: BoN's selection rule, to keep the run's own
+    # picks, and the demo world's vocabulary judges)
     "prbench.analysis": ("prbench.data.baselines", "prbench.scoring.official", "prbench.scoring.leaderboard",
-                         "=prbench.downstream"),
+                         "=prbench.downstream", "prbench.downstream.bon.curves", "prbench.data.vocab_judge"),
     "prbench.validation": ("prbench.data.baselines", "prbench.data.demo_world", "prbench.rms"),
 }
 

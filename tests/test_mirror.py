@@ -25,6 +25,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.dag]
 SEEDS = (0, 1, 2)
 QUESTIONS = 24  # per subset (the demo: 40)
 POLICY = "results/models/policy/demo_policy"
+NULL_WORLD = "results/tables/null_world.csv"
+NULL_DRAWS = 400
 VERDICTS = "results/tables/correlation_comparisons.csv"
 
 
@@ -41,6 +43,9 @@ def _config(seed: int, policy: str | None) -> dict:
     cfg["grpo"].update(enabled=False, rms=None)
     cfg["scoring"]["bootstrap"] = 200
     cfg["correlation"].update(bootstrap=200, permutations=200, power_simulations=0)
+    # the null and graded worlds on the run's own picks (seed 0's first pass only: NULL_WORLD)
+    cfg["correlation"]["null_world"] = {"draws": NULL_DRAWS, "judges": ["random", "other_user"],
+                                        "rm_subsets": [35, 12], "graded": True}
     if policy:
         cfg["policies"] = {"demo_policy": {"path": policy}}
     return cfg
@@ -90,9 +95,11 @@ def study(tmp_path_factory):
     policy = str(root / "policy" / POLICY)
     cfgs = {seed: _config(seed, policy) for seed in SEEDS}
     wds = {seed: root / f"seed{seed}" for seed in SEEDS}
-    _wait({seed: _start(wds[seed], cfgs[seed], VERDICTS) for seed in SEEDS})
+    _wait({seed: _start(wds[seed], cfgs[seed], VERDICTS, *([NULL_WORLD] if seed == SEEDS[0] else []))
+           for seed in SEEDS})
     out = {seed: dict(workdir=wds[seed], cfg=cfgs[seed], demo=_bon_verdict(wds[seed]), scores=_bon_scores(wds[seed]),
                       judged=(wds[seed] / "results/bon/demo_policy/judged.jsonl").read_bytes()) for seed in SEEDS}
+    out["null_world"] = pd.read_csv(wds[SEEDS[0]] / NULL_WORLD)
     logs = _wait({seed: _start(wds[seed], cfgs[seed], VERDICTS, mirror=True) for seed in SEEDS})
     for seed in SEEDS:
         out[seed].update(mirror=_bon_verdict(wds[seed]), log=logs[seed])
@@ -110,6 +117,26 @@ def test_both_verdicts_decided(study, seed):
     assert demo["verdict"] == "personalized", demo.to_dict()
     assert mirror["verdict"] == "baseline", mirror.to_dict()
     assert demo["q"] <= 0.05 and mirror["q"] <= 0.05
+
+
+def test_null_world_on_the_runs_own_picks(study):
+    """Seed 0's own BoN picks, the judge's ratings replaced (prbench.analysis.null_world): judges
+    unrelated to both benchmarks (N(0, 1) per sample; another user's aspects by the demo world's
+    vocabulary) decide the family at most 0.05 + 3 Monte Carlo SE of the time, over all 49 RMs and
+    random 35- and 12-RM subsets, 400 draws each; the graded world (w x own aspects + (1 - w) x tip
+    soundness) moves from "baseline" through "undecided" to "personalized" as w grows."""
+    nw = study["null_world"]
+    fam = nw[nw["cell"] == "family"]
+    assert sorted(zip(fam["world"], fam["rms"])) == sorted(
+        (w, n) for w in ("random", "other_user") for n in (49, 35, 12))
+    assert (fam["draws"] == NULL_DRAWS).all()
+    for _, r in fam.iterrows():
+        assert r["decided"] <= r["limit"] == pytest.approx(0.05 + 3 * (0.05 * 0.95 / NULL_DRAWS) ** 0.5), r.to_dict()
+    graded = nw[nw["world"] == "graded"].sort_values("w")
+    assert len(graded) == 11
+    order = {"baseline": 0, "undecided": 1, "personalized": 2}
+    steps = [order[v] for v in graded["verdict"]]
+    assert steps == sorted(steps) and steps[0] == 0 and steps[-1] == 2, graded[["w", "diff", "q", "verdict"]]
 
 
 def test_mirror_changes_only_the_judge(study):

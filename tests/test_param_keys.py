@@ -52,6 +52,8 @@ SKIP = [
     Skip(ALL, "*.params_b", "resource hint: sizes the jobs' memory and GPU requests (resources:), never what "
                             "they compute (rules/common.smk RESOURCE_KEYS)"),
     Skip(ALL, "resources.*", "resource hints: memory and GPU requests (resources:), not params"),
+    Skip(("replica",), ("correlation.null_world.judges", "correlation.null_world.rm_subsets"),
+         "read by rule null_world only, which this config leaves off (null_world.draws 0, graded false)"),
     Skip(ALL, "judge.tensor_parallel_size", "vLLM engine key: read under judge.backend vllm only"),
     Skip(ALL, "judge.max_model_len", "vLLM engine key: read under judge.backend vllm only"),
     Skip(ALL, "judge.gpu_memory_utilization", "vLLM engine key: read under judge.backend vllm only"),

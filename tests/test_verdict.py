@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from prbench.analysis import power as P
 from prbench.analysis import verdict as V
 from prbench.analysis.comparison import confirmatory_mask
 
@@ -36,7 +37,7 @@ def _own_var_meas(boot_a, boot_b, boot_y):
 
 def _world(n, gap, seed, center=0.35, rho_ab=0.5):
     rng = np.random.default_rng(seed)
-    return V.draw_cell(center, gap, rho_ab, n, 1, rng)
+    return P.draw_cell(center, gap, rho_ab, n, 1, rng)
 
 
 def test_decision_test_matches_its_formula():
@@ -222,15 +223,15 @@ def test_confirmatory_mask_default_declared_and_unknown():
 
 
 def test_possible_names_impossible_gaps():
-    assert V.possible(0.35, 0.5, 0.5)
-    assert not V.possible(0.8, 0.6, 0.5)  # rho_a = 1.1
-    assert not V.possible(0.0, 1.0, 0.9)  # +0.5 and -0.5 with a benchmark inter-correlation of 0.9
+    assert P.possible(0.35, 0.5, 0.5)
+    assert not P.possible(0.8, 0.6, 0.5)  # rho_a = 1.1
+    assert not P.possible(0.0, 1.0, 0.9)  # +0.5 and -0.5 with a benchmark inter-correlation of 0.9
     for rho in (-0.5, 0.2, 0.7):
-        assert 6 / math.pi * math.asin(V.spearman_to_pearson(rho) / 2) == pytest.approx(rho)
+        assert 6 / math.pi * math.asin(P.spearman_to_pearson(rho) / 2) == pytest.approx(rho)
 
 
 def test_power_rows_bisect_the_rules_power():
-    rows = V.power_rows([{"center": 0.35, "rho_ab": 0.5, "n": 12, "diff": 0.5}] * 3, 400, 0.05, seed=0)
+    rows = P.power_rows([{"center": 0.35, "rho_ab": 0.5, "n": 12, "diff": 0.5}] * 3, 400, 0.05, seed=0)
     per = ["min_gap"] + ["rms_needed"] * 3 + ["rms_needed_observed"]
     assert len(rows) == 3 * 10 and [r["quantity"] for r in rows[:10]] == per * 2
     assert [r["gap_in"] for r in rows[:10]] == ["all cells"] * 5 + ["this cell"] * 5
@@ -242,10 +243,10 @@ def test_power_rows_bisect_the_rules_power():
     alone = {r["gap"]: r for r in rows[5:10] if r["quantity"] == "rms_needed"}
     assert alone[0.5]["n_rms"] >= need[0.5]["n_rms"]  # one cell carrying the gap gets less help from BH
     n5 = need[0.5]["n_rms"]
-    grid = list(V.POWER_N_GRID)
+    grid = list(P.POWER_N_GRID)
     below = grid[grid.index(n5) - 4]  # well below: the bisection's answer is the target's crossing
-    pw = V.rule_power([(0.35, 0.5)] * 3, [below] * 3, 0.5, 400, 0.05, seed=0)
-    assert pw.mean() < V.POWER_TARGET <= need[0.5]["power"]
+    pw = P.rule_power([(0.35, 0.5)] * 3, [below] * 3, 0.5, 400, 0.05, seed=0)
+    assert pw.mean() < P.POWER_TARGET <= need[0.5]["power"]
     obs = [r for r in rows[:5] if r["quantity"] == "rms_needed_observed"][0]
     assert obs["gap"] == 0.5 and obs["n_rms"] == n5
 
@@ -253,16 +254,16 @@ def test_power_rows_bisect_the_rules_power():
 def test_measurement_noise_matches_the_variance_it_is_given():
     """The power simulation's noise on the downstream scores induces the measurement variance it was
     calibrated to (checked on fresh draws), and the power falls with it."""
-    sd = V.measurement_noise_sd(0.02, 0.4, 0.5, 30, seed=1)
+    sd = P.measurement_noise_sd(0.02, 0.4, 0.5, 30, seed=1)
     rng = np.random.default_rng(9)
-    xa, xb, y = V.draw_cell(0.4, 0.0, 0.5, 30, 300, rng)
+    xa, xb, y = P.draw_cell(0.4, 0.0, 0.5, 30, 300, rng)
     reps = [np.broadcast_to(v[:, None], (300, 20, 30)) for v in (xa, xb)]
     yy = y[:, None] + sd * rng.standard_normal((300, 20, 30))
     got = V.measurement_variance(reps[0], reps[1], yy).mean()
     assert got == pytest.approx(0.02, rel=0.15)
-    assert V.measurement_noise_sd(0.0, 0.4, 0.5, 30) == 0.0
-    exact = V.rule_power([(0.4, 0.5)], [40], 0.4, 400, 0.05, seed=0)
-    noisy = V.rule_power([(0.4, 0.5)], [40], 0.4, 400, 0.05, seed=0, meas=[(sd, 0.02 * 30 / 40)])
+    assert P.measurement_noise_sd(0.0, 0.4, 0.5, 30) == 0.0
+    exact = P.rule_power([(0.4, 0.5)], [40], 0.4, 400, 0.05, seed=0)
+    noisy = P.rule_power([(0.4, 0.5)], [40], 0.4, 400, 0.05, seed=0, meas=[(sd, 0.02 * 30 / 40)])
     assert noisy[0] < exact[0]
 
 
@@ -281,7 +282,7 @@ def test_size_of_the_whole_rule(n, rho, rho_ab, levels):
     standard errors of the time."""
     assert V.in_checked_range(n, rho, rho, rho_ab)
     rng = np.random.default_rng(1000 + n + int(rho * 10) + int(rho_ab * 10) + (levels or 0))
-    cells = [V.draw_cell(rho, 0.0, rho_ab, n, SIZE_DRAWS, rng, levels) for _ in range(3)]
+    cells = [P.draw_cell(rho, 0.0, rho_ab, n, SIZE_DRAWS, rng, levels) for _ in range(3)]
     fam = V.decide_family(cells, 0.05)
     wins = np.isin(fam.verdict, [V.PERSONALIZED, V.BASELINE]).any(-1).mean()
     assert wins <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / SIZE_DRAWS), wins
@@ -341,7 +342,7 @@ def test_power_of_the_whole_rule_and_an_independent_simulation():
     """30 RMs, population Spearman 0.6 (personalized) vs 0.1 (baseline), inter-correlation 0.5, the gap
     in all 3 cells: the rule decides 'personalized' at least half the time, and the power function
     agrees with the simulation above within 0.03."""
-    pw = V.rule_power([(0.35, 0.5)] * 3, [30] * 3, 0.5, 5000, 0.05, seed=7)
+    pw = P.rule_power([(0.35, 0.5)] * 3, [30] * 3, 0.5, 5000, 0.05, seed=7)
     assert (pw >= 0.5).all(), pw
     own = _independent_power(2000, seed=123)
     assert abs(pw[0] - own) <= 0.03, (pw, own)

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..downstream import SCORED_MEASURE
 from ..seeding import stable_seed
-from . import inference, rankmetrics, verdict
+from . import inference, power, rankmetrics, verdict
 
 PERSONALIZED = "personalized"
 COMPARISON_COLUMNS = [
@@ -199,7 +199,7 @@ def _exploratory(table: pd.DataFrame, mask: np.ndarray, ci: float) -> None:
 
 def power_table(comparisons: pd.DataFrame, n_sims: int, fdr: float, seed: int,
                 min_rms: int | None = None) -> pd.DataFrame:
-    """Per confirmatory cell, the power of the verdict rule itself (`verdict.power_rows`), centred on
+    """Per confirmatory cell, the power of the verdict rule itself (`power.power_rows`), centred on
     the cell's mean Spearman coefficient and its benchmarks' inter-correlation, with its measurement
     variance (`se_meas`^2), at the family's size."""
     conf = comparisons[comparisons["family"] == CONFIRMATORY] if len(comparisons) else comparisons
@@ -207,7 +207,7 @@ def power_table(comparisons: pd.DataFrame, n_sims: int, fdr: float, seed: int,
         return pd.DataFrame(columns=POWER_COLUMNS)
     cells = [{"center": (r["value_a"] + r["value_b"]) / 2, "rho_ab": r["rho_ab"], "n": r["n_rms"],
               "diff": r["diff"], "var_meas": _var_meas(r)} for _, r in conf.iterrows()]
-    out = verdict.power_rows(cells, n_sims, fdr, seed, min_rms)
+    out = power.power_rows(cells, n_sims, fdr, seed, min_rms)
     per_cell = len(out) // len(cells)
     keys = ["policy", "downstream", "estimator", "measure", "k", "benchmark_a", "benchmark_b"]
     rows = [{**{k: r[k] for k in keys}, **p} for j, (_, r) in enumerate(conf.iterrows())

@@ -14,7 +14,7 @@ Judges (`null_world.judges`):
   keeps the ratings' levels and ties).
 - `other_user` (the offline demo world only): each sample rated for another user's latent aspects
   (a derangement of the users within each subset, redrawn each draw) by the demo world's own
-  vocabulary (`prbench.analysis.vocab_judge`: word matching, a mechanism no RM uses): a judge of the
+  vocabulary (`prbench.data.vocab_judge`: word matching, a mechanism no RM uses): a judge of the
   real kind, unrelated to this user.
 - `graded` (demo only, not drawn): judge = w x the user's own aspects + (1 - w) x the closing tip's
   soundness, both read from the vocabulary, for w = 0, 0.1, ..., 1: a world whose answer moves from
@@ -199,13 +199,13 @@ def run(harness: Harness, judges, draws: int, rm_subsets, seed: int, vocab=None,
 
 
 class VocabRatings:
-    """The demo world's vocabulary judges on one policy's samples (`prbench.analysis.vocab_judge`):
+    """The demo world's vocabulary judges on one policy's samples (`prbench.data.vocab_judge`):
     each sample's fit to every rubric pole of its subset, computed once; `other_user` rates each
     question's samples for another user's poles (a fresh derangement of the users within each subset
     per draw), `graded` mixes the own user's fit with the closing tip's soundness."""
 
     def __init__(self, samples: list[dict], qids: list[str], n: int, judge_keys):
-        from . import vocab_judge as VJ
+        from ..data import vocab_judge as VJ
 
         keys = {k["question_id"]: k for k in iter_jsonl(judge_keys)}
         index = {q: i for i, q in enumerate(qids)}

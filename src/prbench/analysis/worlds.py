@@ -15,7 +15,8 @@ baseline's mostly in g; RM r is right on a pair when its score of the difference
 At w = 0.5 the world is symmetric in (u, g): the population coefficients of the two benchmarks are
 equal, so a decision is false; w = 1 plants "personalized", w = 0 "baseline".
 
-`python -m prbench.analysis.verdict` prints these worlds' rates; tests/test_verdict.py checks them.
+`python -m prbench.analysis.worlds` prints these worlds' rates beside the RM-level size grid and
+the power of config.yaml's family; tests/test_verdict.py checks them.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..seeding import stable_seed
-from . import verdict
+from . import power, verdict
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def _draw(spec: WorldSpec, n_sims: int, rng, n_boot: int) -> list:
         w = spec.judge_weight
         judge = w * u + (1 - w) * g + spec.judge_noise * rng.standard_normal((n_sims, 1, Q, N))
     if spec.judge_levels:
-        judge = verdict.cut_levels(judge / judge.std(), spec.judge_levels)
+        judge = power.cut_levels(judge / judge.std(), spec.judge_levels)
     y_q = np.take_along_axis(np.broadcast_to(judge, score.shape), pick[..., None], -1)[..., 0]  # (S, n, Q)
 
     def credits(personal: bool) -> np.ndarray:  # (S, n, P): right (1) or wrong (0) on each shared pair
@@ -125,3 +126,43 @@ NAMED = {
 
 def graded(n_rms: int = 35, weights=(0.0, 0.2, 0.4, 0.5, 0.6, 0.8, 1.0)) -> dict:
     return {w: replace(WorldSpec(n_rms=n_rms), judge_weight=w) for w in weights}
+
+
+def main(argv=None) -> None:  # python -m prbench.analysis.worlds
+    import argparse
+
+    ap = argparse.ArgumentParser(description="The verdict rule's size and power, simulated by the function "
+                                             "the run calls")
+    ap.add_argument("--sims", type=int, default=4000, help="families per size-grid row (default 4000)")
+    ap.add_argument("--world-sims", type=int, default=1000, help="families per question-level world (default 1000)")
+    args = ap.parse_args(argv)
+    print(f"Test: {verdict.TEST_LABEL}; BH over the family at q = 0.05.")
+    print(f"1. RM-level values: false-win rate of a family of 3 null cells ({args.sims} draws a row; "
+          "levels 3 = both benchmarks cut to 3 levels, ties):")
+    print("levels\tn\trho\trho_ab\tany cell\tper cell\tlimit (0.05 + 3 SE)")
+    for r in power.size_grid(n_sims=args.sims):
+        lim = 0.05 + 3 * r["mcse"]
+        flag = "" if r["false_win"] <= lim else "\tABOVE"
+        print(f"{r['levels']}\t{r['n']}\t{r['rho']}\t{r['rho_ab']}\t{r['false_win']:.4f}\t{r['per_cell']:.4f}\t"
+              f"{lim:.4f}{flag}")
+    print(f"2. Question-level worlds (prbench.analysis.worlds; {args.world_sims} families each, 2 cells):")
+    print("world\tdecided\tpersonalized\tbaseline\tRM level alone (Williams)")
+    for name, spec in NAMED.items():
+        r = rates(spec, args.world_sims, seed=0)
+        print(f"{name}\t{r['decided']:.3f}\t{r['personalized']:.3f}\t{r['baseline']:.3f}\t{r['rm_level']:.3f}")
+    print("   graded world, 35 RMs (judge = w personal + (1 - w) general):")
+    for w, spec in graded().items():
+        r = rates(spec, args.world_sims // 2, seed=0)
+        print(f"w {w}\tpersonalized {r['personalized']:.3f}\tbaseline {r['baseline']:.3f}")
+    # config.yaml's family: BoN, PPO, GRPO x RewardBench, RM-Bench = 6 cells, centred between the paper's
+    # reported Spearman coefficients (0.257, 0.371), exact values
+    rows = power.power_rows([{"center": 0.3, "rho_ab": 0.5, "n": 5, "diff": 0.5}] * 6, 1000, 0.05, seed=0)
+    for gap_in in ("all cells", "this cell"):
+        need = ", ".join(f"gap {r['gap']:.1f}: {r['n_rms']} RMs" for r in rows[:10]
+                         if r["quantity"] == "rms_needed" and r["gap_in"] == gap_in)
+        print(f"3. config.yaml's family (6 cells, centre 0.3, rho_ab 0.5, exact values), 80% power, the gap in "
+              f"{gap_in}: {need}")
+
+
+if __name__ == "__main__":
+    main()
