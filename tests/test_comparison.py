@@ -238,7 +238,7 @@ def test_power_table_cells():
     assert C.power_table(t[t["family"] == C.EXPLORATORY], 10, 0.05, 0).empty
     want = P.power_rows([{"center": 0.4, "rho_ab": 0.4, "n": 12, "diff": 0.2}], 2, 0.05, 1)
     got = C.power_table(t, 2, 0.05, 1)
-    assert len(got) == len(want) == 10 and list(got.columns) == C.POWER_COLUMNS
+    assert len(got) == len(want) == 9 and list(got.columns) == C.POWER_COLUMNS
     for col, v in key.items():
         assert (got[col] == v).all(), col
     assert (got["k"] == 4).all() and str(got["k"].dtype) == "Int64"
@@ -308,3 +308,23 @@ def test_best_without_one_rm_by_hand():
                                                          "m2": "personalized"}
     # one headline benchmark: nothing to compare
     assert C.best_without_one_rm(rms, bench[:1], down, dict(rankmetrics.COEFFICIENTS)) == {}
+
+
+def test_family_cells_cache_serves_only_the_same_objects(inputs):
+    """A cache of cells (the null worlds' harness) is used only for the very score objects it was
+    filled with: a replaced downstream measure under the same key gets its own cell, whatever its id."""
+    bench, down = inputs
+    cache: dict = {}
+    keys, cells = C.family_cells(bench, down, SIGNALS, None, cache)
+    assert len(cells) == len(keys) == 4 and len(cache) == 4
+    again = C.family_cells(bench, down, SIGNALS, None, cache)[1]
+    assert all(x is y for x, y in zip(cells, again))
+    new = list(down)
+    new[1] = SimpleNamespace(score=down[1].score, point=down[1].point[::-1].copy(), boot=down[1].boot[:, ::-1].copy())
+    from types import MappingProxyType
+
+    swapped = C.family_cells(bench, new, SIGNALS, None, MappingProxyType(cache))[1]
+    bon = [i for i, k in keys.iterrows() if k["downstream"] == "bon"]
+    for i in range(4):
+        assert (swapped[i] is cells[i]) == (i not in bon)
+    assert len(cache) == 4  # a read-only view is not filled

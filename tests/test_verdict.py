@@ -232,15 +232,15 @@ def test_possible_names_impossible_gaps():
 
 def test_power_rows_bisect_the_rules_power():
     rows = P.power_rows([{"center": 0.35, "rho_ab": 0.5, "n": 12, "diff": 0.5}] * 3, 400, 0.05, seed=0)
-    per = ["min_gap"] + ["rms_needed"] * 3 + ["rms_needed_observed"]
-    assert len(rows) == 3 * 10 and [r["quantity"] for r in rows[:10]] == per * 2
-    assert [r["gap_in"] for r in rows[:10]] == ["all cells"] * 5 + ["this cell"] * 5
+    per = ["min_gap"] + ["rms_needed"] * 3
+    assert len(rows) == 3 * 9 and [r["quantity"] for r in rows[:9]] == per + ["rms_needed_observed"] + per
+    assert [r["gap_in"] for r in rows[:9]] == ["all cells"] * 5 + ["this cell"] * 4
     # identical cells share one power curve (common random numbers, pooled): the same answers
     for j in (1, 2):
-        assert [(r["gap"], r["n_rms"]) for r in rows[10 * j:10 * j + 10]] == [(r["gap"], r["n_rms"]) for r in rows[:10]]
+        assert [(r["gap"], r["n_rms"]) for r in rows[9 * j:9 * j + 9]] == [(r["gap"], r["n_rms"]) for r in rows[:9]]
     need = {r["gap"]: r for r in rows[:5] if r["quantity"] == "rms_needed"}
     assert need[0.5]["n_rms"] < need[0.3]["n_rms"] < need[0.2]["n_rms"]
-    alone = {r["gap"]: r for r in rows[5:10] if r["quantity"] == "rms_needed"}
+    alone = {r["gap"]: r for r in rows[5:9] if r["quantity"] == "rms_needed"}
     assert alone[0.5]["n_rms"] >= need[0.5]["n_rms"]  # one cell carrying the gap gets less help from BH
     n5 = need[0.5]["n_rms"]
     grid = list(P.POWER_N_GRID)

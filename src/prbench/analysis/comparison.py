@@ -87,9 +87,10 @@ def family_cells(bench: list, down: list, signals: dict | None, confirmatory: li
     one `verdict.Cell` per row, the RM-level values with their measurement variance from the run's
     question bootstrap (`Evaluated.boot`: questions, pairs, sample sets and seeds redrawn, the RMs
     fixed). The run (`compare_benchmarks`) and the null-world check on a run's own picks
-    (`prbench.analysis.null_world`) both decide these cells with `verdict.decide_family`. cache: a
-    dict that keeps each cell by its three score objects' ids (a caller that holds the objects and
-    replaces only some of them between calls)."""
+    (`prbench.analysis.null_world`) both decide these cells with `verdict.decide_family`. cache:
+    cells by their three score objects (a caller that replaces only some of them between calls): a
+    dict is looked up and filled, a read-only mapping only looked up; an entry holds the objects
+    themselves, so it is used only for those very objects (an id can be reused once an object is gone)."""
     heads = headline_benchmarks(bench)
     pers = [e for e in heads if e.score.key["benchmark"] == PERSONALIZED]
     others = [e for e in heads if e.score.key["benchmark"] != PERSONALIZED]
@@ -109,14 +110,15 @@ def family_cells(bench: list, down: list, signals: dict | None, confirmatory: li
     for i in np.flatnonzero(mask):
         a, b, d = triples[i]
         key = (id(a), id(b), id(d))
-        if cache is not None and key in cache:
-            cells.append(cache[key])
+        hit = cache.get(key) if cache is not None else None
+        if hit is not None and hit[0] is a and hit[1] is b and hit[2] is d:
+            cells.append(hit[3])
             continue
         keep = np.isfinite(a.point) & np.isfinite(b.point) & np.isfinite(d.point)
         cells.append(verdict.Cell.from_replicates(a.point[keep], b.point[keep], d.point[keep], a.boot[:, keep],
                                                   b.boot[:, keep], d.boot[:, keep]))
-        if cache is not None:
-            cache[key] = cells[-1]
+        if isinstance(cache, dict):
+            cache[key] = (a, b, d, cells[-1])
     return table[mask].reset_index(drop=True), cells
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
@@ -137,7 +138,9 @@ class Harness:
         bench = self.bench
         if idx is not None:
             bench, down = [_subset(e, idx) for e in bench], [_subset(e, idx) for e in down]
-        _, cells = family_cells(bench, down, self.signals, self.confirmatory, self._cache if idx is None else None)
+        # the run's own cells are reused (a read-only view: the redrawn BoN cells are not kept)
+        view = MappingProxyType(self._cache) if idx is None else None
+        _, cells = family_cells(bench, down, self.signals, self.confirmatory, view)
         return verdict.decide_family(cells, self.fdr, self.min_rms)
 
 

@@ -168,12 +168,12 @@ def power_rows(cells: list[dict], n_sims: int, fdr: float, seed: int, min_rms: i
         return cache[key]
 
     def pooled(j: int, ns_of, gap: float, alone: bool) -> float:
-        """Cell j's power, pooled over the cells identical to it (each carrying the gap in turn when alone)."""
-        rates = []
-        for i in members[j]:
-            gaps = tuple(gap if (not alone or k == i) else 0.0 for k in range(m))
-            rates.append(power(ns_of(i), gaps)[i])
-        return float(np.mean(rates))
+        """Cell j's power: with every cell carrying the gap, pooled over the cells identical to it; alone,
+        that of the first cell identical to it carrying the gap (so identical cells share it)."""
+        if alone:
+            i = members[j][0]
+            return float(power(ns_of(i), tuple(gap if k == i else 0.0 for k in range(m)))[i])
+        return float(np.mean([power(ns_of(i), (gap,) * m)[i] for i in members[j]]))
 
     rows = []
     for j, c in enumerate(cells):
@@ -186,7 +186,8 @@ def power_rows(cells: list[dict], n_sims: int, fdr: float, seed: int, min_rms: i
             found = _bisect(grid, lambda g, j=j, alone=alone: pooled(j, lambda i: own_n, g, alone))
             rows.append({**base, "quantity": "min_gap", "gap_in": gap_in, "gap": found[0] if found else np.nan,
                          "n_rms": own_n[j], "power": found[1] if found else np.nan, "possible": bool(grid)})
-            for what, gap in [("rms_needed", g) for g in POWER_GAPS] + [("rms_needed_observed", observed)]:
+            todo = [("rms_needed", g) for g in POWER_GAPS] + [("rms_needed_observed", observed)] * (not alone)
+            for what, gap in todo:
                 ok = np.isfinite(gap) and gap > 0 and possible(specs[j][0], gap, specs[j][1])
                 found = _bisect(list(POWER_N_GRID), lambda n, g=gap, j=j, alone=alone: pooled(
                     j, lambda i: (n,) * m, g, alone)) if ok else None

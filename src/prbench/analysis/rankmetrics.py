@@ -57,11 +57,20 @@ __all__ = [
 TIE_DIGITS = 12
 
 
+_POW10_OFFSET = 400
+with np.errstate(over="ignore"):
+    _POW10 = 10.0 ** np.arange(-_POW10_OFFSET, _POW10_OFFSET + 1, dtype=float)  # 10.0 ** k for k = -400 .. 400
+
+
 def snap(a, digits: int = TIE_DIGITS) -> np.ndarray:
     """Values rounded to `digits` significant digits (NaN/inf and 0 unchanged): equal up to
     floating-point noise becomes exactly equal."""
     a = np.array(a, dtype=float, copy=True)
     m = np.isfinite(a) & (a != 0)
+    if m.all():  # the common case: no masked copy, the powers of 10 from a table (the same values)
+        exp = np.floor(np.log10(np.abs(a))).astype(np.int64)
+        scale = _POW10[digits - 1 - exp + _POW10_OFFSET]
+        return np.round(a * scale) / scale
     if m.any():
         v = a[m]
         exp = np.floor(np.log10(np.abs(v)))

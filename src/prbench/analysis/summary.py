@@ -11,7 +11,8 @@ import pandas as pd
 
 from .. import downstream
 from ..stats import percentile_interval
-from . import inference, power, verdict
+from . import inference, verdict
+from .power import POWER_N_GRID, POWER_TARGET
 
 DOWNSTREAM_KEY = ["policy", "downstream", "estimator", "measure", "k"]
 
@@ -193,7 +194,7 @@ def _needed(sel: pd.DataFrame) -> str:
         return "-"
     if not bool(r["possible"]):
         return "impossible"
-    return str(int(r["n_rms"])) if np.isfinite(r["n_rms"]) else f"more than {power.POWER_N_GRID[-1]}"
+    return str(int(r["n_rms"])) if np.isfinite(r["n_rms"]) else f"more than {POWER_N_GRID[-1]}"
 
 
 def verdict_sentence(comparisons: pd.DataFrame | None, power: pd.DataFrame | None, fdr: float) -> str:
@@ -239,10 +240,10 @@ def verdict_sentence(comparisons: pd.DataFrame | None, power: pd.DataFrame | Non
         if "impossible" in need:
             tail = "a Spearman gap of 0.5 is impossible at some cells' correlations"
         elif any(x.startswith("more") for x in need):
-            tail = f"a Spearman gap of 0.5 in every cell would need more than {power.POWER_N_GRID[-1]} RMs"
+            tail = f"a Spearman gap of 0.5 in every cell would need more than {POWER_N_GRID[-1]} RMs"
         else:
             tail = (f"a Spearman gap of 0.5 in every cell would need {max(int(x) for x in need)} RMs for "
-                    f"{int(round(power.POWER_TARGET * 100))}% power")
+                    f"{int(round(POWER_TARGET * 100))}% power")
         parts.append(tail)
     return "; ".join(parts) + "."
 

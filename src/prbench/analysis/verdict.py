@@ -59,8 +59,19 @@ CHECKED = {"n_min": MIN_RMS, "rho_max": 0.9, "rho_max_below_20": 0.8, "rho_ab_mi
 
 
 def _ranks(v: np.ndarray) -> np.ndarray:
-    """Average ranks along the last axis after rounding to the ties' precision (rankmetrics.snap)."""
-    return sps.rankdata(rankmetrics.snap(v), axis=-1, method="average")
+    """Average ranks along the last axis after rounding to the ties' precision (rankmetrics.snap):
+    one sort; scipy's rankdata only for the rows with ties (a simulation's continuous draws have none)."""
+    v = rankmetrics.snap(v)
+    if v.shape[-1] == 0:
+        return v
+    order = np.argsort(v, axis=-1, kind="stable")
+    s = np.take_along_axis(v, order, -1)
+    ranks = np.empty(v.shape)
+    np.put_along_axis(ranks, order, np.broadcast_to(np.arange(1.0, v.shape[-1] + 1), v.shape), -1)
+    tied = (s[..., 1:] == s[..., :-1]).any(-1) | np.isnan(s).any(-1)
+    if tied.any():
+        ranks[tied] = sps.rankdata(v[tied], axis=-1, method="average")
+    return ranks
 
 
 def spearman_triplet(xa, xb, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
