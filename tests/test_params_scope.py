@@ -94,11 +94,11 @@ def _edit(section, key, value):
     # bon_table writes the curves with their bootstrap CIs, which the analysis reads
     ("bon_bootstrap", _edit("bon", "bootstrap", 77),
      {"bon_table", "bon_measures", "correlations", "fig_bon_curves", "fig_scatter", "fig_correlations",
-      "leaderboard"}),
+      "leaderboard", "null_world"}),
     ("scoring_bootstrap", _edit("scoring", "bootstrap", 77),
      {"accuracy_table", "fig_accuracy", "benchmark_reports", "leaderboard"}),
     ("correlation_bootstrap", _edit("correlation", "bootstrap", 77),
-     {"correlations", "fig_correlations", "fig_scatter", "leaderboard"}),
+     {"correlations", "fig_correlations", "fig_scatter", "leaderboard", "null_world"}),
     ("judge_validity_bootstrap", _edit("judge", "validity_bootstrap", 77), {"judge_validity"}),
     ("judge_params_b", _edit("judge", "params_b", 123.0), set()),
 ])
@@ -114,7 +114,7 @@ def test_edit_reruns_only_readers(scratch, tmp_path, name, cfg, expected):
 # The seconds-long table and figure jobs (Snakefile `localrules`).
 TABLE_AND_ANALYSIS = {"accuracy_table", "benchmark_reports", "bon_table", "ppo_table", "grpo_table", "correlations",
                       "fig_accuracy", "fig_bon_curves", "fig_scatter", "fig_correlations", "fig_training",
-                      "bon_measures", "judged_measures", "leaderboard"}
+                      "bon_measures", "judged_measures", "leaderboard", "null_world"}
 
 
 def test_key_order_reruns_nothing(scratch, tmp_path):

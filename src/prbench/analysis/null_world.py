@@ -1,7 +1,8 @@
 """The verdict rule on a run's own picks under judges with a known answer (`correlation.null_world`).
 
 Every RM's best-of-N choice on every question is kept as the run made it (its selection weights over
-the N shared samples, `prbench.downstream.bon.selection_weights` at the headline estimator and k);
+the N shared samples, `prbench.downstream.bon.selection_weights` at the headline estimator and k;
+with several BoN sample sets, those of set 0);
 only the judge's rating of each sample is replaced, and the same code as the run
 (`prbench.analysis.comparison.family_cells` with the run's question bootstrap,
 `prbench.analysis.verdict.decide_family`) decides the declared family again. The benchmark
@@ -28,7 +29,6 @@ which side; the run's own BoN cells with their p and q, and the share of `random
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -41,7 +41,7 @@ from ..seeding import stable_seed
 from . import rankmetrics, verdict
 from .comparison import family_cells
 from .inputs import collect
-from .scores import Evaluated, evaluate_scores
+from .scores import Evaluated, ReplicatedScore, Score, evaluate_scores
 
 log = logging.getLogger("prbench.analysis.null_world")
 
@@ -89,7 +89,7 @@ def _evaluate(score, values: np.ndarray, qids: list, units, weights: np.ndarray)
     ok = np.isfinite(values)
     num[:, cols] = np.where(ok, values, 0.0)
     den[:, cols] = ok.astype(float)
-    s = replace(score, num=num, den=den)
+    s = Score(score.key, score.stratum, num, den)  # sample set 0's picks: a plain score, whatever the run's
     ones = np.ones((1, len(units)))
     return Evaluated(s, rankmetrics.snap(s.evaluate(ones)[0]), rankmetrics.snap(s.evaluate(weights)))
 
@@ -119,7 +119,10 @@ class Harness:
             values = _bon_values(W, G)
             units = col.units[e.score.stratum]
             run = _evaluate(e.score, values, qids, units, np.ones((1, len(units))))
-            if not np.allclose(run.point, e.point, equal_nan=True, atol=1e-9):  # nothing fell through
+            if isinstance(e.score, ReplicatedScore):  # several sample sets: the null worlds read set 0's picks
+                log.warning("null_world: policy %s has several BoN sample sets; the null worlds redraw the "
+                            "ratings of sample set 0's picks only", key["policy"])
+            elif not np.allclose(run.point, e.point, equal_nan=True, atol=1e-9):  # nothing fell through
                 raise ValueError(f"null_world: the BoN selection weights of policy {key['policy']} do not "
                                  f"reproduce the run's {key['estimator']} k={key['k']} judge scores")
             self.bon[i] = (W, G, qids, subsets)
