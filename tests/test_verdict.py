@@ -30,9 +30,9 @@ def _own_bw_p(x_a, x_b, y, var_meas=0.0):
 
 
 def _own_var_meas(boot_a, boot_b, boot_y):
-    """The variance (ddof 1) over replicates of scipy's Spearman difference, the RMs fixed."""
+    """Twice the variance (ddof 1) over replicates of scipy's Spearman difference, the RMs fixed."""
     d = [stats.spearmanr(a, y).statistic - stats.spearmanr(b, y).statistic for a, b, y in zip(boot_a, boot_b, boot_y)]
-    return float(np.var(d, ddof=1))
+    return 2 * float(np.var(d, ddof=1))
 
 
 def _world(n, gap, seed, center=0.35, rho_ab=0.5):
@@ -78,8 +78,8 @@ def test_forty_rms_no_gap_is_undecided():
 
 
 def test_measurement_variance_adds_to_the_rm_level():
-    """t = diff / sqrt(se_rm^2 + var_meas), var_meas the variance (ddof 1) of the Spearman difference
-    over measurement replicates (scipy's spearmanr per replicate), the RMs fixed."""
+    """t = diff / sqrt(se_rm^2 + var_meas), var_meas twice the variance (ddof 1) of the Spearman
+    difference over measurement replicates (scipy's spearmanr per replicate), the RMs fixed."""
     rng = np.random.default_rng(4)
     y = rng.normal(size=20)
     xa, xb = y + rng.normal(size=20), rng.normal(size=20)
@@ -87,10 +87,11 @@ def test_measurement_variance_adds_to_the_rm_level():
     cell = V.Cell.from_replicates(xa, xb, y, *reps)
     d = [stats.spearmanr(reps[0][b], reps[2][b]).statistic - stats.spearmanr(reps[1][b], reps[2][b]).statistic
          for b in range(50)]
-    assert float(cell.var_meas) == pytest.approx(np.var(d, ddof=1), rel=1e-9)
+    assert float(cell.var_meas) == pytest.approx(2 * np.var(d, ddof=1), rel=1e-9)
     fam, exact = V.decide_family([cell], 0.05), V.decide_family([(xa, xb, y)], 0.05)
-    assert fam.se_rm[0] == pytest.approx(exact.se[0]) and fam.se_meas[0] == pytest.approx(math.sqrt(np.var(d, ddof=1)))
-    assert fam.t[0] == pytest.approx(fam.diff[0] / math.sqrt(exact.se[0] ** 2 + np.var(d, ddof=1)))
+    assert fam.se_rm[0] == pytest.approx(exact.se[0])
+    assert fam.se_meas[0] == pytest.approx(math.sqrt(2 * np.var(d, ddof=1)))
+    assert fam.t[0] == pytest.approx(fam.diff[0] / math.sqrt(exact.se[0] ** 2 + 2 * np.var(d, ddof=1)))
     assert fam.p[0] > exact.p[0]
 
 
@@ -259,7 +260,7 @@ def test_measurement_noise_matches_the_variance_it_is_given():
     xa, xb, y = P.draw_cell(0.4, 0.0, 0.5, 30, 300, rng)
     reps = [np.broadcast_to(v[:, None], (300, 20, 30)) for v in (xa, xb)]
     yy = y[:, None] + sd * rng.standard_normal((300, 20, 30))
-    got = V.measurement_variance(reps[0], reps[1], yy).mean()
+    got = np.var(V.spearman_difference(reps[0], reps[1], yy), axis=-1, ddof=1).mean()  # over fresh noise draws
     assert got == pytest.approx(0.02, rel=0.15)
     assert P.measurement_noise_sd(0.0, 0.4, 0.5, 30) == 0.0
     exact = P.rule_power([(0.4, 0.5)], [40], 0.4, 400, 0.05, seed=0)
