@@ -239,7 +239,7 @@ rule fig_training:
 # correlation.null_world: the verdict rule again on the run's own BoN picks, the judge's ratings replaced
 # by judges with a known answer (prbench.analysis.null_world); reads sample set 0 of each policy
 NULL_WORLD = CORR["null_world"]
-if NULL_WORLD["draws"] > 0 or NULL_WORLD["graded"]:
+if "bon" in config and (NULL_WORLD["draws"] > 0 or NULL_WORLD["graded"]):
 
     rule null_world:
         input:
@@ -278,7 +278,7 @@ if NULL_WORLD["draws"] > 0 or NULL_WORLD["graded"]:
             bench_kinds={b: config["data"]["baselines"][b].get("kind") for b in BASELINES},
             corr=pick(CORR, ["bootstrap", "fdr", "min_rms", "confirmatory", "null_world"]),
             signals=FIG_SIGNALS,
-            n=BON["n"],
+            n=config["bon"]["n"],
             seed=SEED,
         script:
             "../workflow_scripts/null_world.py"

@@ -230,9 +230,9 @@ def test_power_table_cells():
     key = {"policy": "pol", "downstream": "bon", "estimator": "expected", "measure": "judge_score",
            "benchmark_a": "personalized", "benchmark_b": "rb"}
     t = pd.DataFrame([{**key, "k": 4, "family": C.CONFIRMATORY, "value_a": 0.5, "value_b": 0.3, "rho_ab": 0.4,
-                       "n_rms": 12, "diff": 0.2},
+                       "n_rms": 12, "diff": 0.2, "se_meas": 0.0},
                       {**key, "k": 2, "family": C.EXPLORATORY, "value_a": 0.1, "value_b": 0.2, "rho_ab": 0.4,
-                       "n_rms": 12, "diff": -0.1}])
+                       "n_rms": 12, "diff": -0.1, "se_meas": float("nan")}])
     assert list(C.power_table(t, 0, 0.05, 0).columns) == C.POWER_COLUMNS
     assert C.power_table(t, 0, 0.05, 0).empty
     assert C.power_table(t[t["family"] == C.EXPLORATORY], 10, 0.05, 0).empty

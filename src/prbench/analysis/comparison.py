@@ -221,7 +221,7 @@ def power_table(comparisons: pd.DataFrame, n_sims: int, fdr: float, seed: int,
 
 def _var_meas(row) -> float:
     """A confirmatory row's measurement variance (se_meas^2; 0 where absent)."""
-    se = float(row.get("se_meas", np.nan))
+    se = float(row["se_meas"])
     return se * se if np.isfinite(se) else 0.0
 
 

@@ -273,15 +273,14 @@ def run_null_world(rms, pair_files, downstream_tables, bon_files: dict, out_csv,
         bon[policy] = selection(s_rows, j_rows, rm_rows, str(sig.get("estimator")), int(sig.get("k")), n)
         sample_rows[policy] = s_rows
     harness = Harness(col, n_boot, seed, signals, confirmatory, fdr, min_rms, bon)
-    judges = list(spec.get("judges") or [])
+    judges = list(spec["judges"])
     vocab = None
-    if "other_user" in judges or spec.get("graded"):
+    if "other_user" in judges or spec["graded"]:
         if judge_keys is None:
             raise ValueError("correlation.null_world: other_user and graded need the demo world's judge keys")
         vocab = {i: VocabRatings(sample_rows[harness.down[i].score.key["policy"]], harness.bon[i][2], int(n),
                                  judge_keys) for i in harness.bon}
-    table = run(harness, judges, int(spec.get("draws", 0)), spec.get("rm_subsets") or [], seed, vocab,
-                bool(spec.get("graded")))
+    table = run(harness, judges, int(spec["draws"]), list(spec["rm_subsets"]), seed, vocab, bool(spec["graded"]))
     Path(out_csv).parent.mkdir(parents=True, exist_ok=True)
     write_csv(out_csv, table, float_format="%.6g")
     for _, r in table.iterrows():

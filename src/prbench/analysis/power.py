@@ -148,8 +148,7 @@ def power_rows(cells: list[dict], n_sims: int, fdr: float, seed: int, min_rms: i
     share one power curve (their rates pooled). Impossible gaps are named; `n_rms` NaN = beyond 500."""
     specs = [(float(np.clip(c["center"], -0.99, 0.99)) if np.isfinite(c["center"]) else 0.0,
               float(np.clip(c["rho_ab"], -0.99, 0.99)) if np.isfinite(c["rho_ab"]) else 0.0) for c in cells]
-    var_obs = [float(c.get("var_meas", 0.0) or 0.0) if np.isfinite(c.get("var_meas", 0.0) or 0.0) else 0.0
-               for c in cells]
+    var_obs = [_var_meas(c) for c in cells]
     own_n = tuple(int(c["n"]) for c in cells)
     noise = [measurement_noise_sd(v, s[0], s[1], n, seed) for v, s, n in zip(var_obs, specs, own_n)]
     group = {}
@@ -195,6 +194,12 @@ def power_rows(cells: list[dict], n_sims: int, fdr: float, seed: int, min_rms: i
                              "n_rms": found[0] if found else np.nan, "power": found[1] if found else np.nan,
                              "possible": bool(ok)})
     return rows
+
+
+def _var_meas(cell: dict) -> float:
+    """A cell's measurement variance (0 where the cell has none: exact values)."""
+    v = float(cell["var_meas"]) if "var_meas" in cell and cell["var_meas"] is not None else 0.0
+    return v if np.isfinite(v) else 0.0
 
 
 def _bisect(grid: list, power_at) -> tuple | None:

@@ -176,7 +176,7 @@ def _power_rows(power: pd.DataFrame | None, row, quantity: str, gap=None, gap_in
                 ) -> pd.DataFrame:
     if power is None or power.empty:
         return pd.DataFrame()
-    sel = power[(power["quantity"] == quantity) & (power.get("gap_in", gap_in) == gap_in)
+    sel = power[(power["quantity"] == quantity) & (power["gap_in"] == gap_in)
                 & (power["downstream"] == row["downstream"])
                 & (power["policy"] == row["policy"]) & (power["benchmark_b"] == row["benchmark_b"])]
     if gap is not None:
