@@ -79,6 +79,9 @@ def _reverse_keys(x):
 # the demo config with the RM set of kinds these tests separate (classifiers, a length RM, a generative
 # pairwise judge: tests/synthetic_analysis.py RM_ENTRIES); the RM family's keys are in tests/test_param_keys.py
 DEMO = demo_config_for_world(yaml.safe_load((REPO / "configs" / "demo.yaml").read_text()))
+# the whole DAG writes BoN's per-sample files: the null worlds as the demo has them
+DEMO["correlation"]["null_world"] = yaml.safe_load(
+    (REPO / "configs" / "demo.yaml").read_text())["correlation"]["null_world"]
 
 
 def _edit(section, key, value):
