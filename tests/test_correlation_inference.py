@@ -79,6 +79,48 @@ def test_exact_null_matches_scipy_permutation_test(name, ref):
     assert p == pytest.approx(p_ref, abs=1e-9)
 
 
+@pytest.mark.parametrize("name,ref", [
+    ("spearman", lambda a, y: stats.spearmanr(a, y).statistic),
+    ("kendall_tau_b", lambda a, y: stats.kendalltau(a, y).statistic),
+])
+def test_table_permutation_p_is_scipys_exact_two_sided_test(name, ref):
+    """p_perm (Spearman, Kendall) comes from the same null as p_null: exact over all 7! assignments
+    here, two-sided; scipy's permutation test of the downstream values shuffled across the RMs
+    (the same pairings) gives the same p, ties included."""
+    x = np.array([0.61, 0.55, 0.55, 0.70, 0.42, 0.66, 0.50])
+    y = np.array([1.2, 0.9, 1.0, 1.4, 0.7, 0.8, 1.1])
+    fn = rankmetrics.COEFFICIENTS[name]
+    null = inference.null_values(x, y, fn, n_perm=100, seed=0, name=name)
+    p = inference.two_sided_p(float(fn(x, y)), null)
+    res = stats.permutation_test((y,), lambda b: ref(x, b), permutation_type="pairings", n_resamples=np.inf,
+                                 alternative="two-sided", vectorized=False)
+    assert null[1] and len(null[0]) == 5040
+    # scipy's two-sided p doubles the smaller tail; the statistics' nulls are symmetric here
+    tail = np.mean(np.abs(null[0]) >= abs(fn(x, y)) - 1e-12)
+    assert p == pytest.approx(tail, abs=1e-12)
+    assert p == pytest.approx(res.pvalue, abs=1e-9)
+
+
+def test_null_is_shared_by_every_pair_with_the_same_tie_patterns():
+    """The null depends on the multisets only: the RMs relabelled jointly, or y replaced by a monotone
+    transform (rank-only coefficients), hit the cache and give the same numbers; NDCG (values as gains)
+    keys on y's values."""
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=12), rng.normal(size=12)
+    perm = rng.permutation(12)
+    for name in ("spearman", "weighted_tau", "rbo", "ndcg"):
+        fn = rankmetrics.COEFFICIENTS[name]
+        cache: dict = {}
+        a = inference.null_values(x, y, fn, n_perm=300, seed=1, name=name, cache=cache)
+        b = inference.null_values(x[perm], y[perm], fn, n_perm=300, seed=1, name=name, cache=cache)
+        assert b is a and len(cache) == 1
+        c = inference.null_values(x, np.exp(y), fn, n_perm=300, seed=1, name=name, cache=cache)
+        assert (c is a) == (name != "ndcg")
+        # another seed's draws give the same null within Monte Carlo noise
+        fresh = inference.null_values(x, y, fn, n_perm=300, seed=2, name=name)
+        assert abs(a[0].mean() - fresh[0].mean()) < 0.05
+
+
 def test_ndcg_null_mean_closed_form():
     """Without ties, a random ranking puts every gain at every position equally often:
     E[DCG] = mean(gain) * sum of discounts."""

@@ -158,14 +158,14 @@ def _coefficient_row(name, fn, x0, y0, xb, yb, n_boot: int, n_perm: int, ci: flo
     n_rms = len(x0)
     if n_rms >= 2:
         value = float(fn(x0, y0))
-        reps = fn(xb, yb) if n_boot > 0 else np.empty(0)
+        reps = fn(xb, yb, snapped=True) if n_boot > 0 else np.empty(0)  # xb, yb snapped once by the caller
     else:
         value, reps = float("nan"), np.full(n_boot, np.nan)
     lo, hi, n_ok = percentile_interval(reps, ci)
-    p = float("nan")
-    if name in PERMUTED and n_rms >= 3:
-        p = rankmetrics.permutation_pvalue(x0, y0, fn, n_perm, stable_seed(seed, "correlation-permutation", n_rms))
-    null_mean, null_q95, p_null = inference.null_stats(x0, y0, fn, n_perm, seed, name, q=0.95, cache=null_cache)
+    null = inference.null_values(x0, y0, fn, n_perm, seed, name, null_cache) if np.isfinite(value) else None
+    null_mean, null_q95, p_null = inference.null_summary(value, null, q=0.95)
+    # two-sided, from the same null: the benchmark scores shuffled across RMs (exact for n <= 7)
+    p = inference.two_sided_p(value, null) if name in PERMUTED and n_rms >= 3 and n_perm > 0 else float("nan")
     loo_min, loo_max = inference.loo_range(inference.leave_one_out(x0, y0, fn))
     norm = inference.normalised(value, null_mean) if name in inference.NORMALISED else float("nan")
     return {"coefficient": name, "value": value, "ci_low": lo, "ci_high": hi, "p_perm": p, "n_rms": n_rms,
@@ -194,7 +194,7 @@ def _inputs_table(col: Collected, bench: list[Evaluated], down: list[Evaluated],
 
 def _coefficients(rbo_p: float, rbo_ties: str) -> dict:
     coefs = dict(rankmetrics.COEFFICIENTS)
-    coefs["rbo"] = lambda x, y: rankmetrics.rbo_scores(x, y, p=rbo_p, ties=rbo_ties)
+    coefs["rbo"] = lambda x, y, snapped=False: rankmetrics.rbo_scores(x, y, p=rbo_p, ties=rbo_ties, snapped=snapped)
     return coefs
 
 
@@ -204,16 +204,17 @@ def _coefficient_table(bench: list[Evaluated], down: list[Evaluated], coefs: dic
     BH over the table's p_null), their bootstrap replicates and the undefined pairs' reasons."""
     rows, boots, undefined = [], {}, {}
     null_cache: dict = {}
+    snapped = {id(e): rankmetrics.snap(e.boot) for e in (*bench, *down)}  # each bootstrap matrix rounded once
     for b in bench:
         for d in down:
             keep = np.isfinite(b.point) & np.isfinite(d.point)
             x0, y0 = b.point[keep], d.point[keep]
+            xb, yb = snapped[id(b)][:, keep], snapped[id(d)][:, keep]
             why = _undefined_reason(x0, y0)
             if why:
                 undefined[(_bkey(b.score.key), _dkey(d.score.key))] = why
             for name, fn in coefs.items():
-                row, reps = _coefficient_row(name, fn, x0, y0, b.boot[:, keep], d.boot[:, keep], n_boot, n_perm,
-                                             ci, seed, null_cache)
+                row, reps = _coefficient_row(name, fn, x0, y0, xb, yb, n_boot, n_perm, ci, seed, null_cache)
                 boots[(_bkey(b.score.key), _dkey(d.score.key), name)] = reps
                 rows.append({**b.score.key, **d.score.key, **row})
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)

@@ -4,7 +4,8 @@ could detect, and which findings survive false-discovery-rate control.
 
 * `null_stats`        each coefficient under a random RM ranking of the benchmark: the null mean, its
                       upper quantile and the one-sided p-value P(null >= value); exact over all n!
-                      rankings when n <= `EXACT_MAX_N` (7), else `n_perm` seeded random ones.
+                      rankings when n <= `EXACT_MAX_N` (7), else `n_perm` seeded random ones
+                      (`null_values`); `two_sided_p`, the permutation p-value from the same null.
 * `leave_one_out`     the coefficient recomputed without each RM in turn (its min and max).
 * `compare`           the paired comparison of benchmarks A and B on the same downstream measure:
                       the difference of their coefficients, a percentile CI from a bootstrap that
@@ -37,8 +38,9 @@ RANK_ONLY = ("spearman", "kendall_tau_b", "weighted_tau", "rbo")  # depend on th
 NORMALISED = ("ndcg", "rbo")  # reported as (value - null mean) / (1 - null mean) too
 
 
-def pearson(x, y):
-    """Pearson's r per row (NaN for a constant or non-finite row)."""
+def pearson(x, y, snapped: bool = False):
+    """Pearson's r per row (NaN for a constant or non-finite row); `snapped` is accepted for the
+    coefficients' common signature (rankmetrics) and changes nothing: Pearson rounds nothing."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     xc = x - x.mean(-1, keepdims=True)
@@ -60,44 +62,70 @@ def _all_permutations(n: int) -> np.ndarray:
     return perms
 
 
-def null_stats(x, y, fn, n_perm: int, seed: int, name: str, q: float = 0.95, cache: dict | None = None):
-    """(null mean, null q-quantile, one-sided p = P(null >= value)) of fn(x, y) when the RMs'
-    benchmark scores x are assigned to the RMs at random (y, the downstream measure, fixed).
+def null_values(x, y, fn, n_perm: int, seed: int, name: str, cache: dict | None = None):
+    """(values, exact): fn(x, y) when the RMs' benchmark scores x are assigned to the RMs at random (y,
+    the downstream measure, fixed): exact over all n! assignments when n <= EXACT_MAX_N, else `n_perm`
+    seeded random ones; None when there is nothing to draw (n < 2, n_perm <= 0 beyond EXACT_MAX_N).
 
-    Exact over all n! assignments when n <= EXACT_MAX_N (p includes the identity), else `n_perm`
-    seeded random ones (p = (1 + hits) / (n_perm + 1)). The null depends on x only through its
-    multiset of ranks, so x's sorted ranks are permuted (and the result cached on them)."""
+    Every coefficient is unchanged when the RMs are relabelled jointly, so the null depends on x only
+    through its multiset of ranks and on y only through its multiset of values (of ranks, for the
+    coefficients in RANK_ONLY): x's sorted ranks are permuted against y sorted, and the values are
+    cached on those multisets (without ties, every pair of a run shares one null per coefficient)."""
     x = rankmetrics.snap(x)
     y = rankmetrics.snap(y)
     n = len(x)
-    value = float(fn(x, y))
-    if n < 2 or not np.isfinite(value):
-        return float("nan"), float("nan"), float("nan")
+    if n < 2:
+        return None
     xs = np.sort(rankmetrics.average_ranks(x))
-    if name in RANK_ONLY:  # these see y only through its ranking: one null per tie pattern
-        y = rankmetrics.average_ranks(y)
-    key = (name, n, xs.tobytes(), y.tobytes(), n_perm, seed)
+    ys = np.sort(rankmetrics.average_ranks(y) if name in RANK_ONLY else y)
+    key = (name, n, xs.tobytes(), ys.tobytes(), n_perm, seed)
     if cache is not None and key in cache:
-        values, exact = cache[key]
+        return cache[key]
+    exact = n <= EXACT_MAX_N
+    if exact:
+        perms = _all_permutations(n)
+    elif n_perm > 0:
+        rng = np.random.default_rng(stable_seed(seed, "correlation-null", name, n))
+        perms = rng.permuted(np.broadcast_to(np.arange(n), (n_perm, n)).copy(), axis=1)
     else:
-        exact = n <= EXACT_MAX_N
-        if exact:
-            perms = _all_permutations(n)
-        elif n_perm > 0:
-            rng = np.random.default_rng(stable_seed(seed, "correlation-null", name, n))
-            perms = rng.permuted(np.broadcast_to(np.arange(n), (n_perm, n)).copy(), axis=1)
-        else:
-            return float("nan"), float("nan"), float("nan")
-        values = np.asarray(fn(xs[perms], np.broadcast_to(y, perms.shape)), dtype=float)
-        values = values[np.isfinite(values)]
-        if cache is not None:
-            cache[key] = (values, exact)
-    if len(values) == 0:
+        return None
+    values = np.asarray(fn(xs[perms], np.broadcast_to(ys, perms.shape)), dtype=float)
+    out = (values[np.isfinite(values)], exact)
+    if cache is not None:
+        cache[key] = out
+    return out
+
+
+def null_stats(x, y, fn, n_perm: int, seed: int, name: str, q: float = 0.95, cache: dict | None = None):
+    """(null mean, null q-quantile, one-sided p = P(null >= value)) of fn(x, y) under `null_values`."""
+    value = float(fn(x, y)) if len(x) >= 2 else float("nan")
+    return null_summary(value, null_values(x, y, fn, n_perm, seed, name, cache) if np.isfinite(value) else None, q)
+
+
+def null_summary(value: float, null, q: float = 0.95) -> tuple[float, float, float]:
+    """(null mean, null q-quantile, one-sided p = P(null >= value)) from `null_values`' (values, exact):
+    p includes the identity when exact, else (1 + hits) / (n_perm + 1); NaNs without a null."""
+    if null is None or len(null[0]) == 0 or not np.isfinite(value):
         return float("nan"), float("nan"), float("nan")
-    hits = int((values >= value - 1e-12).sum())
-    p = hits / len(values) if exact else (hits + 1) / (len(values) + 1)
+    values, exact = null
+    p = _share(values >= value - 1e-12, exact)
     # rounded to 12 decimals: an exact null mean of 0 is written as 0, not as -1e-17 or -0
-    return round(float(values.mean()), 12) + 0.0, round(float(np.quantile(values, q)), 12) + 0.0, float(p)
+    return round(float(values.mean()), 12) + 0.0, round(float(np.quantile(values, q)), 12) + 0.0, p
+
+
+def two_sided_p(value: float, null) -> float:
+    """Two-sided permutation p-value P(|null| >= |value|) from `null_values`' (values, exact) (NaN
+    without a null or a finite value)."""
+    if null is None or len(null[0]) == 0 or not np.isfinite(value):
+        return float("nan")
+    values, exact = null
+    return _share(np.abs(values) >= abs(value) - 1e-12, exact)
+
+
+def _share(hits: np.ndarray, exact: bool) -> float:
+    """The exact share of hits, or the Monte Carlo p (1 + hits) / (draws + 1)."""
+    k = int(hits.sum())
+    return k / len(hits) if exact else (k + 1) / (len(hits) + 1)
 
 
 def normalised(value: float, null_mean: float) -> float:
@@ -193,7 +221,8 @@ def swap_pvalue(xa, xb, y, fn, coefficient: str, n_perm: int, seed: int) -> floa
     a = np.where(swaps, cb, ca)
     b = np.where(swaps, ca, cb)
     yy = np.broadcast_to(y, swaps.shape)
-    diffs = np.asarray(fn(a, yy), dtype=float) - np.asarray(fn(b, yy), dtype=float)
+    # ranks (exact halves), z-scores (Pearson rounds nothing) and the snapped y: nothing to round again
+    diffs = np.asarray(fn(a, yy, snapped=True), dtype=float) - np.asarray(fn(b, yy, snapped=True), dtype=float)
     diffs = diffs[np.isfinite(diffs)]
     hits = int((np.abs(diffs) >= abs(observed) - 1e-12).sum())
     return hits / len(diffs) if exact else (hits + 1) / (len(diffs) + 1)
@@ -217,7 +246,7 @@ def compare(xa, xb, y, boot_a, boot_b, boot_y, rm_idx, fn, coefficient: str, ci:
         ra = rankmetrics.snap(boot_a[rows, rm_idx])
         rb = rankmetrics.snap(boot_b[rows, rm_idx])
         ry = rankmetrics.snap(boot_y[rows, rm_idx])
-        reps = np.asarray(fn(ra, ry), dtype=float) - np.asarray(fn(rb, ry), dtype=float)
+        reps = np.asarray(fn(ra, ry, snapped=True), dtype=float) - np.asarray(fn(rb, ry, snapped=True), dtype=float)
         lo, hi, n_ok = percentile_interval(reps, ci)
     out.update(ci_low=lo, ci_high=hi, n_boot=n_ok)
     out["p_perm"] = swap_pvalue(xa, xb, y, fn, coefficient, n_perm, seed)

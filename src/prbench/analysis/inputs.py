@@ -150,10 +150,10 @@ def _read_downstream(col: Collected, store: dict, rindex: dict, method: str, pat
         if missing:
             raise ValueError(f"{path}: no {method} measures for run(s) {missing}")
     pers = _units(col, PERSONALIZED)
-    ks = [None if pd.isna(k) else int(k) for k in df["k"]]
-    for (policy, rm, est, measure, q, subset, value, rep), k in zip(
-            df[["policy", "rm", "estimator", "measure", "question_id", "subset", "value", "replicate"]].itertuples(
-                index=False, name=None), ks):
+    ks = [None if pd.isna(k) else int(k) for k in df["k"].tolist()]
+    columns = [df[c].tolist() for c in ("policy", "rm", "estimator", "measure", "question_id", "subset", "value",
+                                        "replicate")]  # plain lists: one conversion per column, not per row
+    for policy, rm, est, measure, q, subset, value, rep, k in zip(*columns, ks):
         u = pers.add(q, subset)
         if math.isfinite(value):
             _add(store, _down(policy, method, est, measure, k), PERSONALIZED, rindex[rm], u, value, rep=int(rep))

@@ -10,6 +10,7 @@ import numpy as np
 from scipy import stats as sps
 
 from ..seeding import stable_seed
+from .rankmetrics import average_ranks
 from .verdict import BASELINE, MIN_RMS, PERSONALIZED, Cell, decide_family, spearman_difference
 
 POWER_TARGET = 0.8
@@ -102,6 +103,15 @@ class PowerDraws:
     def __init__(self, n_sims: int, seed: int):
         self.n_sims, self.seed, self._cache = n_sims, seed, {}
 
+    def y_ranks(self, j: int, n: int, sd: float) -> np.ndarray:
+        """Average ranks of cell j's downstream scores z_y + sd e at n RMs: they do not depend on the
+        gap (the Cholesky factor's first row is (1, 0, 0)), so every gap shares them."""
+        key = ("y", j, n, sd)
+        if key not in self._cache:
+            z, e = self.get(j, n)
+            self._cache[key] = average_ranks(z[..., 0] + sd * e)
+        return self._cache[key]
+
     def get(self, j: int, n: int) -> tuple[np.ndarray, np.ndarray]:
         z, e = self._cache.get(j, (None, None))
         if z is None or z.shape[1] < n:
@@ -130,9 +140,10 @@ def rule_power(specs, ns, gap, n_sims: int, fdr: float, seed: int, min_rms: int 
             cells.append((np.zeros((n_sims, n)),) * 3)
             continue
         z, e = draws.get(j, n)
-        v = z @ chol.T
         sd, var = meas[j] if meas is not None and meas[j] is not None else (0.0, 0.0)
-        cells.append(Cell(v[..., 1], v[..., 2], v[..., 0] + sd * e, var))
+        # continuous draws (no ties, nothing to snap): ranked here once, the downstream ranks shared by every gap
+        xa, xb = (average_ranks(z @ chol[i]) for i in (1, 2))
+        cells.append(Cell(xa, xb, draws.y_ranks(j, n, sd), var, ranked=True))
     fam = decide_family(cells, fdr, min_rms)
     rate = np.where(gaps >= 0, fam.rate(PERSONALIZED), fam.rate(BASELINE))
     return np.where(ok, rate, np.nan)

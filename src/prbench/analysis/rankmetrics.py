@@ -20,6 +20,8 @@ bootstrap replicates (rows) at once. A row with a NaN, or where a coefficient is
 Exact ties. Before any coefficient is computed, every value is rounded to `TIE_DIGITS` (12)
 significant digits (`snap`), so values equal up to floating-point noise (e.g. the same mean summed
 in another order) are ties in every coefficient, in the bootstrap and in the permutation test.
+`snapped=True` tells a coefficient that its caller has snapped both arrays already (one bootstrap
+matrix meets every coefficient and downstream measure: it is rounded once).
 When either side is constant across the items, every coefficient is undefined and gives NaN
 (NDCG and RBO included: a constant side has no ranking to agree with).
 
@@ -83,9 +85,11 @@ def _constant_rows(a: np.ndarray) -> np.ndarray:
     return (a == a[..., :1]).all(-1)
 
 
-def _pair(x, y) -> tuple[np.ndarray, np.ndarray, bool]:
-    x = snap(x)
-    y = snap(y)
+def _pair(x, y, snapped: bool = False) -> tuple[np.ndarray, np.ndarray, bool]:
+    if snapped:
+        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    else:
+        x, y = snap(x), snap(y)
     if x.shape != y.shape:
         raise ValueError(f"score arrays differ in shape: {x.shape} vs {y.shape}")
     if x.ndim == 0:
@@ -106,16 +110,35 @@ def _bad_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def average_ranks(a) -> np.ndarray:
-    """Ranks 1..n along the last axis, ties get their average rank (scipy 'average')."""
+    """Ranks 1..n along the last axis, ties get their average rank (scipy's rankdata 'average', NaN
+    propagated: a row with a NaN is all NaN). One sort per row: a tie group at sorted positions
+    start..end gets (start + end) / 2 + 1."""
     a = np.asarray(a, dtype=float)
-    greater_eq = (a[..., None, :] < a[..., :, None]).sum(-1)  # items strictly below
-    equal = (a[..., None, :] == a[..., :, None]).sum(-1)
-    return greater_eq + (equal + 1) / 2.0
+    n = a.shape[-1] if a.ndim else 0
+    if n == 0:
+        return a.copy()
+    order = np.argsort(a, axis=-1, kind="stable")  # NaN last
+    s = np.take_along_axis(a, order, -1)
+    pos = np.broadcast_to(np.arange(n), a.shape)
+    step = s[..., 1:] != s[..., :-1]
+    if step.all():  # no ties (a simulation's continuous draws)
+        r = pos + 1.0
+    else:
+        edge = np.ones(a.shape[:-1] + (1,), dtype=bool)
+        start = np.maximum.accumulate(np.where(np.concatenate([edge, step], -1), pos, 0), axis=-1)
+        end = np.minimum.accumulate(np.where(np.concatenate([step, edge], -1), pos, n - 1)[..., ::-1], axis=-1)
+        r = (start + end[..., ::-1]) / 2.0 + 1.0
+    ranks = np.empty(a.shape)
+    np.put_along_axis(ranks, order, r, -1)
+    nan = np.isnan(s[..., -1])
+    if nan.any():
+        ranks[nan] = np.nan
+    return ranks
 
 
-def spearman(x, y):
+def spearman(x, y, snapped: bool = False):
     """Spearman's rho per row (Pearson correlation of average ranks)."""
-    x, y, squeeze = _pair(x, y)
+    x, y, squeeze = _pair(x, y, snapped)
     rx = average_ranks(x)
     ry = average_ranks(y)
     rx = rx - rx.mean(-1, keepdims=True)
@@ -127,69 +150,85 @@ def spearman(x, y):
     return _finish(rho, _bad_rows(x, y) | (den == 0), squeeze)
 
 
-def _pair_signs(a: np.ndarray) -> np.ndarray:
-    i, j = np.triu_indices(a.shape[-1], k=1)
-    return np.sign(a[..., i] - a[..., j])
+def _compare(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(gt, lt): gt[..., i, j] = a_j > a_i, lt[..., i, j] = a_j < a_i (boolean (..., n, n))."""
+    return a[..., None, :] > a[..., :, None], a[..., None, :] < a[..., :, None]
 
 
-def kendall_tau_b(x, y):
-    """Kendall's tau-b per row: (C - D) / sqrt((n0 - n1)(n0 - n2))."""
-    x, y, squeeze = _pair(x, y)
-    sx = _pair_signs(x)
-    sy = _pair_signs(y)
-    nx = (sx != 0).sum(-1)
-    ny = (sy != 0).sum(-1)
+def _signs(gt: np.ndarray, lt: np.ndarray) -> np.ndarray:
+    """sign(a_j - a_i) as int8 (..., n, n): symmetric in sign, 0 on the diagonal and for ties."""
+    return gt.view(np.int8) - lt.view(np.int8)
+
+
+def kendall_tau_b(x, y, snapped: bool = False):
+    """Kendall's tau-b per row: (C - D) / sqrt((n0 - n1)(n0 - n2)).
+
+    Over the full sign matrices: each pair is counted twice in the sums, once in each half."""
+    x, y, squeeze = _pair(x, y, snapped)
+    gx, lx = _compare(x)
+    gy, ly = _compare(y)
+    num = (_signs(gx, lx) * _signs(gy, ly)).sum((-2, -1), dtype=np.int64)
+    nx = (gx | lx).sum((-2, -1), dtype=np.int64)
+    ny = (gy | ly).sum((-2, -1), dtype=np.int64)
     den = np.sqrt(nx.astype(float) * ny)
     with np.errstate(invalid="ignore", divide="ignore"):
-        tau = (sx * sy).sum(-1) / den
+        tau = num / den
     tau = np.clip(tau, -1.0, 1.0)
     return _finish(tau, _bad_rows(x, y) | (den == 0), squeeze)
 
 
-def _weighted_tau_one(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Weighted tau with the rank given by decreasing lexicographic order on (x, y)."""
-    n = x.shape[-1]
-    order = np.lexsort((y, x), axis=-1)[..., ::-1]  # decreasing by x, then by y
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.broadcast_to(np.arange(n), order.shape).copy(), axis=-1)
-    w = 1.0 / (rank + 1.0)
-    i, j = np.triu_indices(n, k=1)
-    wij = w[..., i] + w[..., j]
-    sx = np.sign(x[..., i] - x[..., j])
-    sy = np.sign(y[..., i] - y[..., j])
-    num = (wij * sx * sy).sum(-1)
-    den = np.sqrt((wij * (sx != 0)).sum(-1) * (wij * (sy != 0)).sum(-1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tau = np.clip(num / den, -1.0, 1.0)
-    return tau, den == 0
+def _lex_rank(g1: np.ndarray, l1: np.ndarray, g2: np.ndarray, l2: np.ndarray) -> np.ndarray:
+    """Each item's 0-based position when the items are ordered by decreasing (first, second) and,
+    where both are equal, by decreasing index (numpy's stable lexsort, reversed): the items above it
+    by the first key, by the second among its equals there, and the later identical ones."""
+    rank = g1.sum(-1)
+    eq1 = ~(g1 | l1)
+    if (eq1.sum(-1) > 1).any():  # ties on the first key: the second key and the index order them
+        later = np.triu(np.ones(eq1.shape[-2:], dtype=bool), k=1)  # later[i, j] = j > i
+        rank = rank + (eq1 & g2).sum(-1) + (eq1 & ~(g2 | l2) & later).sum(-1)
+    return rank
 
 
-def weighted_tau(x, y):
-    """scipy.stats.weightedtau(x, y) (hyperbolic weigher, additive, rank=True), per row."""
-    x, y, squeeze = _pair(x, y)
+def weighted_tau(x, y, snapped: bool = False):
+    """scipy.stats.weightedtau(x, y) (hyperbolic weigher, additive, rank=True), per row.
+
+    A pair (i, j) weighs w_i + w_j, w = 1 / (rank + 1) with the rank by decreasing lexicographic order
+    on (x, y) (then on (y, x): the mean of the two). Sums over pairs of (w_i + w_j) a_ij with a
+    symmetric and 0 on the diagonal are sums over items of w_i (sum_j a_ij)."""
+    x, y, squeeze = _pair(x, y, snapped)
     bad = _bad_rows(x, y)
     xs = np.where(bad[..., None], 0.0, x)
     ys = np.where(bad[..., None], 0.0, y)
-    t1, z1 = _weighted_tau_one(xs, ys)
-    t2, z2 = _weighted_tau_one(ys, xs)
-    return _finish((t1 + t2) / 2.0, bad | z1 | z2, squeeze)
+    gx, lx = _compare(xs)
+    gy, ly = _compare(ys)
+    agree = (_signs(gx, lx) * _signs(gy, ly)).sum(-1, dtype=np.int64)  # per item: concordant - discordant
+    ne_x = (gx | lx).sum(-1)  # per item: the items unequal to it
+    ne_y = (gy | ly).sum(-1)
+    taus, zero = [], bad
+    for rank in (_lex_rank(gx, lx, gy, ly), _lex_rank(gy, ly, gx, lx)):
+        w = 1.0 / (rank + 1.0)
+        den = np.sqrt((w * ne_x).sum(-1) * (w * ne_y).sum(-1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            taus.append(np.clip((w * agree).sum(-1) / den, -1.0, 1.0))
+        zero = zero | (den == 0)
+    return _finish((taus[0] + taus[1]) / 2.0, zero, squeeze)
 
 
 def _tie_blocks(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per item: number of items strictly above it (0-based top rank) and its tie-group size."""
-    above = (a[..., None, :] > a[..., :, None]).sum(-1)
-    size = (a[..., None, :] == a[..., :, None]).sum(-1)
-    return above, size
+    gt, lt = _compare(a)
+    above = gt.sum(-1)
+    return above, a.shape[-1] - above - lt.sum(-1)
 
 
-def ndcg(scores, relevance):
+def ndcg(scores, relevance, snapped: bool = False):
     """NDCG@n of the ranking by decreasing `scores`, gain = relevance - min(relevance) per row.
 
     Linear gain, discount 1/log2(position + 1). Items with tied scores receive the mean discount
     of the positions their tie group occupies. NaN when every shifted relevance is 0 or the scores
     are constant.
     """
-    x, rel, squeeze = _pair(scores, relevance)
+    x, rel, squeeze = _pair(scores, relevance, snapped)
     bad = _bad_rows(x, rel)
     x = np.where(bad[..., None], 0.0, x)
     rel = np.where(bad[..., None], 0.0, rel)
@@ -206,40 +245,47 @@ def ndcg(scores, relevance):
     return _finish(val, bad | (ideal <= 0) | _constant_rows(x), squeeze)
 
 
-def _contributions(a: np.ndarray, ties: str) -> np.ndarray:
-    """c[..., item, depth_index]: how much of the item is in the prefix of depth (index + 1)."""
+def _count_up_to(top: np.ndarray, n: int) -> np.ndarray:
+    """c[..., e] = #{items with top <= e}, e = 0 .. n - 1 (top: integers in 0 .. n - 1): one bincount."""
+    rows = top.reshape(-1, n)
+    flat = (rows + n * np.arange(len(rows))[:, None]).ravel()
+    return np.bincount(flat, minlength=rows.size).reshape(top.shape[:-1] + (n,)).cumsum(-1)
+
+
+def _contributions(a: np.ndarray) -> np.ndarray:
+    """RBO^a: c[..., item, depth_index], how much of the item is in the prefix of depth (index + 1)
+    when its tie group is broken at random (the fraction of the group's ranks already seen)."""
     n = a.shape[-1]
     top, size = _tie_blocks(a)
     bottom = top + size - 1
     e = np.arange(n)  # depth - 1
     t = top[..., None]
     b = bottom[..., None]
-    if ties == "w":
-        return (e >= t).astype(float)
     frac = (e - t + 1) / (b - t + 1.0)
     return np.where(e >= b, 1.0, np.where(e >= t, frac, 0.0))
 
 
-def rbo_scores(x, y, p: float = 0.9, ties: str = "w"):
+def rbo_scores(x, y, p: float = 0.9, ties: str = "w", snapped: bool = False):
     """RBO_ext of the rankings of the same n items by decreasing x and by decreasing y, per row.
 
     With both rankings complete over the same items, eq. 32 of Webber et al. reduces to
     RBO_ext = (1-p)/p * sum_{d=1..n} A_d p^d + p^n (since X_n / n = 1).
     """
     _check_rbo_args(p, ties)
-    x, y, squeeze = _pair(x, y)
+    x, y, squeeze = _pair(x, y, snapped)
     bad = _bad_rows(x, y)
     x = np.where(bad[..., None], 0.0, x)
     y = np.where(bad[..., None], 0.0, y)
     n = x.shape[-1]
-    cx = _contributions(x, ties)
-    cy = _contributions(y, ties)
-    overlap = (cx * cy).sum(-2)  # (..., depth)
     depth = np.arange(1, n + 1)
-    if ties == "w":
-        agree = 2.0 * overlap / (cx.sum(-2) + cy.sum(-2))
+    if ties == "w":  # an item is in every prefix from its tie group's top rank on
+        tx, ty = _tie_blocks(x)[0], _tie_blocks(y)[0]
+        overlap = _count_up_to(np.maximum(tx, ty), n)  # (..., depth): items in both prefixes
+        agree = 2.0 * overlap / (_count_up_to(tx, n) + _count_up_to(ty, n))
     else:
-        agree = overlap / depth
+        cx = _contributions(x)
+        cy = _contributions(y)
+        agree = (cx * cy).sum(-2) / depth
     val = np.clip((1.0 - p) / p * (agree * p**depth).sum(-1) + p**n, 0.0, 1.0)
     return _finish(val, bad | _constant_rows(x) | _constant_rows(y), squeeze)
 

@@ -67,24 +67,15 @@ CHECKED = {"n_min": MIN_RMS, "rho_max": 0.9, "rho_max_below_20": 0.8, "rho_ab_mi
 
 
 def _ranks(v: np.ndarray) -> np.ndarray:
-    """Average ranks along the last axis after rounding to the ties' precision (rankmetrics.snap):
-    one sort; scipy's rankdata only for the rows with ties (a simulation's continuous draws have none)."""
-    v = rankmetrics.snap(v)
-    if v.shape[-1] == 0:
-        return v
-    order = np.argsort(v, axis=-1, kind="stable")
-    s = np.take_along_axis(v, order, -1)
-    ranks = np.empty(v.shape)
-    np.put_along_axis(ranks, order, np.broadcast_to(np.arange(1.0, v.shape[-1] + 1), v.shape), -1)
-    tied = (s[..., 1:] == s[..., :-1]).any(-1) | np.isnan(s).any(-1)
-    if tied.any():
-        ranks[tied] = sps.rankdata(v[tied], axis=-1, method="average")
-    return ranks
+    """Average ranks along the last axis after rounding to the ties' precision (rankmetrics.snap);
+    a row with a NaN is all NaN."""
+    return rankmetrics.average_ranks(rankmetrics.snap(v))
 
 
-def spearman_triplet(xa, xb, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rho(A, y), rho(B, y), rho(A, B)) per row of (..., n) arrays (NaN for a constant side)."""
-    ra, rb, ry = (_ranks(np.asarray(v, dtype=float)) for v in (xa, xb, y))
+def spearman_triplet(xa, xb, y, ranked: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rho(A, y), rho(B, y), rho(A, B)) per row of (..., n) arrays (NaN for a constant side);
+    ranked: the arrays are average ranks already."""
+    ra, rb, ry = (np.asarray(v, dtype=float) if ranked else _ranks(np.asarray(v, dtype=float)) for v in (xa, xb, y))
     # Spearman = Pearson of the average ranks (inference.pearson: NaN for a constant row)
     return tuple(np.asarray(inference.pearson(u, v)) for u, v in ((ra, ry), (rb, ry), (ra, rb)))
 
@@ -168,7 +159,6 @@ def rm_se(xa, xb, y, r_a, r_b, r_ab, n: int) -> np.ndarray:
         perm = np.sqrt(np.maximum(2 * (1 - r_ab[singular]) / (n - 1), 0.0))
         se[singular] = np.fmax(np.fmax(np.nan_to_num(se_w[singular], nan=0.0), np.nan_to_num(jack, nan=0.0)), perm)
     return se.reshape(shape)
-    return se
 
 
 def in_checked_range(n, r_a, r_b, r_ab) -> np.ndarray:
@@ -200,11 +190,13 @@ class Cell:
     """One declared cell: the personalized benchmark's score, the baseline's and the downstream
     measure of each RM, arrays (..., n) (leading axes: independent draws, as in a simulation; the
     run passes one draw), and the Spearman difference's measurement variance (..., ) or a scalar
-    (`measurement_variance` of the run's replicates; 0 = exact values)."""
+    (`measurement_variance` of the run's replicates; 0 = exact values). ranked: xa, xb and y are
+    average ranks already (a simulation that ranks its draws once): not ranked again."""
     xa: np.ndarray
     xb: np.ndarray
     y: np.ndarray
     var_meas: np.ndarray | float = 0.0
+    ranked: bool = False
 
     @classmethod
     def from_replicates(cls, xa, xb, y, reps_a=None, reps_b=None, reps_y=None) -> "Cell":
@@ -260,7 +252,7 @@ def decide_family(cells, fdr: float, min_rms: int | None = None) -> Family:
         c = _as_cell(raw)
         xa, xb, y = (np.asarray(v, dtype=float) for v in (c.xa, c.xb, c.y))
         n = y.shape[-1]
-        r_a, r_b, r_ab = spearman_triplet(xa, xb, y)
+        r_a, r_b, r_ab = spearman_triplet(xa, xb, y, c.ranked)
         se_rm = rm_se(xa, xb, y, r_a, r_b, r_ab, n)
         se_meas = np.sqrt(np.maximum(np.broadcast_to(np.asarray(c.var_meas, dtype=float), r_a.shape), 0.0))
         se = np.sqrt(se_rm**2 + se_meas**2)
