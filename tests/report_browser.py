@@ -172,7 +172,8 @@ LEADERBOARD = """(() => {
 })()"""
 
 # The landing page's verdict (report/workflow.rst includes results/tables/verdict.html): its sentence,
-# its table's rows and the forest plot's decoded size.
+# its table's rows, the table's width beside the width of the box it sits in (a wider table scrolls
+# sideways), every "nan" on the page as shown, and the forest plot's decoded size.
 VERDICT = """(() => {
   const t = document.querySelector('table.prbench-verdict');
   const s = document.querySelector('.prbench-verdict-sentence');
@@ -181,6 +182,10 @@ VERDICT = """(() => {
           head: t ? [...t.querySelectorAll('thead th')].map(c => c.textContent) : null,
           rows: t ? [...t.querySelectorAll('tbody tr')]
                       .map(r => [...r.querySelectorAll('td')].map(c => c.textContent)) : null,
+          width: t ? t.getBoundingClientRect().width : null,
+          box: t ? t.parentElement.clientWidth : null,
+          window: window.innerWidth,
+          nan: document.body.innerText.match(/.{0,40}\\bnan\\b.{0,40}/gi) || [],
           forest: img ? {width: img.naturalWidth, height: img.naturalHeight, complete: img.complete,
                          shown: img.getBoundingClientRect().width} : null};
 })()"""

@@ -148,6 +148,12 @@ def test_report_in_browser(runs, tmp_path):
     assert verdict["sentence"] and verdict["sentence"].startswith("Verdict.")
     assert verdict["head"][:2] == ["downstream", "baseline"] and len(verdict["rows"]) == len(conf) > 0
     assert verdict["head"][2] == "verdict" and [r[2] for r in verdict["rows"]] == list(conf["verdict"])
+    # it fits the landing page's text column at a 1400 px window (no sideways scroll; p and the rest are
+    # in the CSVs), and a value that does not exist reads as a dash, never "nan", anywhere on the page
+    assert verdict["window"] == 1400 and verdict["width"] <= verdict["box"] + 0.5, verdict
+    assert verdict["nan"] == [], verdict["nan"]
+    undecided = conf["q"].isna().to_numpy()
+    assert all(r[4] == "\u2014" for r, nan_q in zip(verdict["rows"], undecided) if nan_q)
     assert verdict["forest"]["complete"] and verdict["forest"]["width"] > 300 and verdict["forest"]["shown"] > 300
     figures = {f["path"]: f for f in seen["figures"]}
     for name in ["accuracy", "bon_curves", "scatter", "correlations", "forest", "ppo_training", "grpo_training"]:

@@ -140,3 +140,47 @@ def test_make_score_passes_its_variables():
     assert "--profile" in cmd and "--name 'mine'" in cmd and "--trust-remote-code" not in cmd
     proc = _make("score")  # RM is make's own variable ("rm -f") unless given
     assert proc.returncode != 0 and "give RM=<hub id or local folder>" in proc.stderr
+
+
+def _scored(directory: Path, rm: str, accuracy: float, n: int = 20) -> None:
+    """The score files `make score`'s comparison reads for one RM on the personalized benchmark."""
+    from prbench.io import write_json, write_jsonl
+    from prbench.scoring.benchmark import summarize
+
+    right = round(accuracy * n)
+    results = [{"pair_id": f"S/p{i}", "question_id": f"S/p{i}", "subset": "S", "section": "S",
+                "score_chosen": 1.0, "score_rejected": 0.0 if i < right else 2.0, "pref": 1.0 if i < right else 0.0,
+                "correct": i < right, "credit": 1.0 if i < right else 0.0, "tie": False, "failure": False}
+               for i in range(n)]
+    acc, pairs = one_rm.score_paths(rm, "personalized")
+    (directory / acc).parent.mkdir(parents=True, exist_ok=True)
+    write_jsonl(directory / pairs, results)
+    write_json(directory / acc, summarize(results, rm, "personalized", 50, 0))
+
+
+def test_one_rm_board_lists_family_members(tmp_path):
+    """An RM family (an entry with a `grid`) counts as its members: every scored member is on the
+    board, and "not scored" names only what has no score files (a whole family once, by its name)."""
+    grid = {"profile_posts": [0, 2], "personalized_share": [0.5], "train_pairs": [16], "label_noise": [0.3]}
+    cfg = {"seed": 0, "reward_models": {
+        "heads": {"kind": "frozen_head", "encoder": "pkg:enc", "use_profile": True, "grid": grid},
+        "tails": {"kind": "frozen_head", "encoder": "pkg:enc", "use_profile": True, "grid": grid},
+        "length_only": {"kind": "length"}, "untrained": {"kind": "length"}, "new": {"kind": "length"}}}
+    members, families = one_rm.configured_rms(cfg)
+    assert families["heads"] == ["heads_k0_p050_n16_e30", "heads_k2_p050_n16_e30"]
+    assert "heads" in cfg["reward_models"]  # the caller's config is left as it is
+    for i, rm in enumerate(families["heads"] + ["length_only", "new"]):
+        _scored(tmp_path, rm, 0.5 + 0.1 * i)
+    _, board, missing = one_rm.board(tmp_path, cfg, "new")
+    assert set(board["rm"]) == {*families["heads"], "length_only", "new"}
+    assert missing == ["tails_k0_p050_n16_e30", "tails_k2_p050_n16_e30", "untrained"]
+    text = one_rm.report(tmp_path, cfg, "new")
+    assert "heads_k2_p050_n16_e30 |" in text and "| new * |" in text
+    assert text.splitlines()[-2] == "not scored there yet: tails (all 2 members), untrained"
+    # one member scored: the other is named, not the family
+    _scored(tmp_path, "tails_k0_p050_n16_e30", 0.6)
+    assert "not scored there yet: tails_k2_p050_n16_e30, untrained" in one_rm.report(tmp_path, cfg, "new")
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ValueError, match="heads_k0_p050_n16_e30 is a member of the RM family reward_models.heads"):
+        one_rm.main(["--rm", "x/y", "--name", "heads_k0_p050_n16_e30", "--config", str(tmp_path / "c.yaml"),
+                     "--directory", str(tmp_path)])

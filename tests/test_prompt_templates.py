@@ -28,7 +28,10 @@ def test_default_set_follows_the_authors_structure():
     pair = P.pairwise_judge_messages("Which film?", "Watch Vertigo.", "Watch anything.", POSTS, templates=tpl)
     assert [m["role"] for m in pair] == ["system", "user"]
     assert "**Reasoning:**" in pair[0]["content"] and "**Result:** A" in pair[0]["content"]
-    assert "Response A:" in pair[1]["content"] and "Watch Vertigo." in pair[1]["content"]
+    # the project's own layout (the authors' file is one `prompts.remote` away): labelled blocks
+    assert pair[1]["content"] == (
+        "Someone asked the question below and two candidate answers to it follow, labelled A and B.\n\n"
+        "[Question]\nWhich film?\n\n[Answer A]\nWatch Vertigo.\n\n[Answer B]\nWatch anything.")
     assert pair[1]["content"].index("Watch Vertigo.") < pair[1]["content"].index("Watch anything.")
     rub = P.rubric_messages("Which film?", "Watch Vertigo.", ["likes noir", "short films"], templates=tpl)
     assert "1. likes noir\n2. short films" in rub[-1]["content"] and "Aspect <number>: <rating>" in rub[-1]["content"]

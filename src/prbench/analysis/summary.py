@@ -255,6 +255,16 @@ def _join(names: list[str]) -> str:
 # the answer first (verdict, difference, q): the landing page shows the table in a narrow column
 VERDICT_HEAD = ["downstream", "baseline", "verdict", "difference [interval]", "q", "p", "Spearman personalized",
                 "Spearman baseline", "n RMs", "RMs needed for this gap"]
+# the landing page's table (verdict.html): the report's text column is about 500 px wide at a 1400 px
+# window, so p, the interval's level (in the note below it) and the RMs needed stay in the summary's
+# table and the CSVs
+VERDICT_HTML_HEAD = ["downstream", "baseline", "verdict", "difference [interval]", "q", "Spearman pers. / base.",
+                     "RMs"]
+MISSING = "\u2014"  # a value that does not exist (no test below MIN_RMS, an undefined coefficient)
+
+
+def _or_dash(v, fmt) -> str:
+    return fmt(v) if np.isfinite(v) else MISSING
 
 
 def verdict_rows(comparisons: pd.DataFrame | None, power: pd.DataFrame | None) -> list[list[str]]:
@@ -270,9 +280,19 @@ def verdict_rows(comparisons: pd.DataFrame | None, power: pd.DataFrame | None) -
         out.append([downstream.measure_label(r["downstream"], r["estimator"], r["measure"],
                                              None if pd.isna(r["k"]) else int(r["k"])) + (
                         f" ({r['policy']})" if many else ""),
-                    str(r["benchmark_b"]), str(r["verdict"]), f"{_fmt(r['diff'])}{interval}", _pv(r["q"]),
-                    _pv(r["p"]), _fmt(r["value_a"]), _fmt(r["value_b"]), str(int(r["n_rms"])),
+                    str(r["benchmark_b"]), str(r["verdict"]), _or_dash(r["diff"], _fmt) + interval,
+                    _or_dash(r["q"], _pv), _or_dash(r["p"], _pv), _or_dash(r["value_a"], _fmt),
+                    _or_dash(r["value_b"], _fmt), str(int(r["n_rms"])),
                     _needed(_power_rows(power, r, "rms_needed_observed"))])
+    return out
+
+
+def verdict_html_rows(rows: list[list[str]]) -> list[list[str]]:
+    """The landing page's columns (VERDICT_HTML_HEAD) of verdict_rows: the interval without its level,
+    the two coefficients in one cell."""
+    out = []
+    for down, base, verdict_, diff, q, _p, va, vb, n, _need in rows:
+        out.append([down, base, verdict_, diff.rsplit(" (", 1)[0], q, f"{va} / {vb}", n])
     return out
 
 
@@ -298,15 +318,22 @@ def verdict_html(comparisons: pd.DataFrame | None, power: pd.DataFrame | None, f
              f'{esc(verdict_sentence(comparisons, power, fdr))}</p>']
     rows = verdict_rows(comparisons, power)
     if rows:
-        head = "".join(f"<th>{esc(h)}</th>" for h in VERDICT_HEAD)
-        body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+        # the report's 1em right padding would not fit the column; q (1.5e-05) is not broken at its "-"
+        pad = ["padding:0.4em 0.6em 0.4em 0" + (";white-space:nowrap" if h == "q" else "") for h in VERDICT_HTML_HEAD]
+        head = "".join(f'<th style="{p}">{esc(h)}</th>' for p, h in zip(pad, VERDICT_HTML_HEAD))
+        body = "".join("<tr>" + "".join(f'<td style="{p}">{esc(c)}</td>' for p, c in zip(pad, r)) + "</tr>"
+                       for r in verdict_html_rows(rows))
         # a scrolling box in the landing page's text column (beside the rule graph), as the leaderboard's
         parts.append(f'<div style="overflow-x:auto;max-width:100%"><table class="prbench-verdict" '
                      f'style="font-size:0.8em"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>')
+        levels = sorted({f"{100 * float(v):.1f}%" for v in _confirmatory(comparisons)["ci_level"] if np.isfinite(v)})
+        level = f" ({', '.join(levels)})" if levels else ""
         parts.append(f"<p>Decided by {esc(verdict.TEST_LABEL)} (an approximation), Benjamini-Hochberg over the "
                      f"{len(rows)} confirmatory cells at q &lt;= {fdr:g}; intervals are the test's own at the "
-                     "family's false-coverage level. Every other cell is exploratory "
-                     "(<code>correlation_comparisons.csv</code>).</p>")
+                     f"family's false-coverage level{level}; {MISSING}: no such value (no test, an undefined "
+                     "coefficient). p, the RMs the "
+                     "rule would need and every other cell (exploratory): <code>correlation_comparisons.csv</code>, "
+                     "<code>correlation_power.csv</code>.</p>")
     if forest_png:
         data = base64.b64encode(forest_png).decode("ascii")
         parts.append(f'<img class="prbench-forest" alt="forest plot of the confirmatory differences" '

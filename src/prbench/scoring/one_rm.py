@@ -12,13 +12,15 @@
    data preparation, retrieval and its scoring jobs run, nothing downstream and no other RM.
 3. Recomputes the accuracy rows of the new RM and of every configured RM whose score files already
    exist there (`prbench.scoring.benchmark.accuracy_table`, the config's `scoring.bootstrap` and
-   `seed`, i.e. the numbers of `benchmark_accuracy.csv`), writes them to
+   `seed`, i.e. the numbers of `benchmark_accuracy.csv`; an RM family, an entry with a `grid`, counts as
+   the members it expands to, `prbench.rms.family`), writes them to
    `results/score_one/<name>.csv` (tidy) and `results/score_one/<name>.md` (the leaderboard's
    benchmark columns, `prbench.scoring.leaderboard`), and prints the board with the new RM marked.
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import re
 import shutil
 import subprocess
@@ -29,6 +31,7 @@ import yaml
 
 from ..config import entry_with_defaults
 from ..rms import kind_info
+from ..rms.family import expand_families
 from .benchmark import accuracy_table
 from .leaderboard import benchmark_board, markdown
 
@@ -69,11 +72,34 @@ def score_paths(rm: str, bench: str) -> tuple[str, str]:
     return f"results/scores/{rm}/{bench}.accuracy.json", f"results/scores/{rm}/{bench}.pairs.jsonl"
 
 
+def configured_rms(config: dict) -> tuple[list[str], dict[str, list[str]]]:
+    """(every RM name the run scores, in config order, each RM family, an entry with a `grid`,
+    replaced by its members; family -> member names). The config itself is left as it is."""
+    expanded = copy.deepcopy(config)
+    try:
+        families = expand_families(expanded)
+    except ValueError as exc:
+        raise ValueError(f"config: {exc}") from None
+    return list(expanded.get("reward_models") or {}), families
+
+
+def not_scored_text(missing: list[str], families: dict[str, list[str]]) -> str:
+    """The RMs left out, a family whose members are all missing named once with its member count."""
+    out, left = [], set(missing)
+    for fam, members in families.items():
+        if members and set(members) <= left:
+            out.append(f"{fam} (all {len(members)} members)")
+            left -= set(members)
+    return ", ".join(out + [rm for rm in missing if rm in left])
+
+
 def board(directory: Path, config: dict, name: str):
     """The tidy accuracy rows and the ranked board of `name` and every configured RM whose score
-    files exist in `directory`; also the configured RMs left out (not scored there yet)."""
+    files exist in `directory` (an RM family counts as its members); also the configured RMs left
+    out (not scored there yet), by member name."""
     benches = benchmarks(config)
-    rms = [r for r in config["reward_models"] if r != name] + [name]
+    names, _ = configured_rms(config)
+    rms = [r for r in names if r != name] + [name]
     scored, missing = [], []
     for rm in rms:
         paths = [score_paths(rm, b) for b in benches]
@@ -121,8 +147,13 @@ def main(argv: list[str] | None = None) -> int:
         raise FileNotFoundError(f"config {a.config}: no such file (CONFIG=...)")
     config = yaml.safe_load(config_path.read_text())
     name = a.name or default_name(a.rm)
+    names, families = configured_rms(config)
     if name in (config.get("reward_models") or {}):
         raise ValueError(f"{a.config}: reward_models.{name} already exists; give the new RM another name (NAME=...)")
+    family = next((f for f, members in families.items() if name in members), None)
+    if family is not None:
+        raise ValueError(f"{a.config}: {name} is a member of the RM family reward_models.{family}; give the new "
+                         f"RM another name (NAME=...)")
     directory = Path(a.directory).resolve()
     ref = a.rm
     if Path(ref).exists() and not (directory / ref).exists():
@@ -142,15 +173,23 @@ def main(argv: list[str] | None = None) -> int:
         return rc
     if "-n" in a.snakemake_args or "--dry-run" in a.snakemake_args:
         return 0
-    _, ranked, missing = board(directory, merged, name)
+    print(report(directory, merged, name))
+    return 0
+
+
+def report(directory: Path, config: dict, name: str) -> str:
+    """Writes `results/score_one/<name>.csv` and `.md` and returns the text `make score` prints: the
+    board of `name` beside every RM of `config` scored in `directory` (family members included), then
+    the configured RMs that are not."""
+    _, ranked, missing = board(directory, config, name)
     text = markdown(ranked, mark=name)
     (directory / OUT_DIR / f"{name}.md").write_text(text)
-    print(f"\n{name} (marked *) beside the RMs already scored in {directory} "
-          f"(accuracy [95% bootstrap CI]; baselines: official score):\n\n{text}")
+    out = [f"\n{name} (marked *) beside the RMs already scored in {directory} "
+           f"(accuracy [95% bootstrap CI]; baselines: official score):\n\n{text}"]
     if missing:
-        print(f"not scored there yet: {', '.join(missing)}")
-    print(f"tables: {OUT_DIR}/{name}.csv (tidy rows), {OUT_DIR}/{name}.md")
-    return 0
+        out.append(f"not scored there yet: {not_scored_text(missing, configured_rms(config)[1])}")
+    out.append(f"tables: {OUT_DIR}/{name}.csv (tidy rows), {OUT_DIR}/{name}.md")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
