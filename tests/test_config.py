@@ -214,3 +214,12 @@ def test_schema_is_the_only_source_of_defaults():
             and section_schema("prompts")["properties"]["files"]["default"] == {})
     with pytest.raises(ConfigError, match="config key demo_training.policy.heads"):
         with_defaults({"heads": 0}, "demo_training.policy")
+
+
+def test_null_world_judges_enum_is_the_codes_list():
+    """The schema's enum of correlation.null_world.judges and the judges null_world knows are one list."""
+    from prbench.analysis.null_world import NULL_JUDGES
+
+    schema = yaml.safe_load((REPO / "schemas/config.schema.yaml").read_text())
+    node = schema["properties"]["correlation"]["properties"]["null_world"]["properties"]["judges"]
+    assert tuple(node["items"]["enum"]) == NULL_JUDGES

@@ -89,26 +89,32 @@ def _results(tmp_path, rows, folder="bon/pol"):
     _write(tmp_path / folder / "samples.jsonl", samples)
 
 
-def test_loader_poles_and_another_user(tmp_path, rows):
+def test_ratings_poles_and_another_user(tmp_path, rows):
+    """null_world.VocabRatings on a run's files: each sample's fit to its own user's poles (the chosen
+    answers fit, the rejected ones do not), another user of the same subset per draw (a derangement,
+    seeded by the draw's generator), and unknown aspects refused."""
+    from prbench.analysis.null_world import VocabRatings
+    from prbench.io import read_jsonl
+
     _results(tmp_path, rows)
-    inp = vj.demo_judge_inputs(tmp_path, "pol")
-    assert len(inp.texts) == 2 * len(rows) and inp.sample_idx.tolist()[:2] == [0, 1]
+    samples = read_jsonl(tmp_path / "bon/pol/samples.jsonl")
+    qids = sorted({r["question_id"] for r in samples})
+    vr = VocabRatings(samples, qids, 2, tmp_path / "data/judge_keys/personalized.jsonl")
     by_q = {f"{s}/{r['id']}": r for s, r in rows}
-    for q, poles, user in zip(inp.question_ids, inp.poles, inp.users):
-        assert poles == vj.poles_from_aspects(by_q[q]["rubric_aspects"]) and q.startswith(user + "-q")
-    scores = vj.rubric_vocab_scores(inp.texts, inp.poles)
-    assert np.mean(scores[inp.sample_idx == 0]) > 0.9  # chosen answers fit their own user
-    other = inp.other_user(seed=1)
-    assert other == inp.other_user(seed=1) and set(other) == set(inp.users)
+    own = vr.rate(vr.user)
+    expect = np.array([vj.rubric_vocab_scores([by_q[q]["chosen"], by_q[q]["rejected"]],
+                                              [vj.poles_from_aspects(by_q[q]["rubric_aspects"])] * 2) for q in qids])
+    np.testing.assert_allclose(own, expect)
+    assert own[:, 0].mean() > 0.9 and own[:, 1].mean() < -0.9
+    subset_of = {u: vr.subset[u] for u in vr.user_poles}
+    other = vj.other_users(subset_of, np.random.default_rng(1))
+    assert other == vj.other_users(subset_of, np.random.default_rng(1)) != vj.other_users(
+        subset_of, np.random.default_rng(2))
+    assert set(other) == set(subset_of)
     for u, v in other.items():
-        assert u != v and u.split("/")[0] == v.split("/")[0]  # another user, same subset
-    assert inp.other_poles(seed=1) == [inp.user_poles[other[u]] for u in inp.users]
-    assert inp.other_user(seed=1) != inp.other_user(seed=2)
-
-
-def test_loader_reads_sample_set_folders(tmp_path, rows):
-    _results(tmp_path, rows[:40], folder="bon/pol/set2")
-    assert vj.samples_path(tmp_path, "pol", 2) == tmp_path / "bon/pol/set2/samples.jsonl"
-    assert len(vj.demo_judge_inputs(tmp_path, "pol", sample_set=2).texts) == 80
+        assert u != v and subset_of[u] == subset_of[v]  # another user, same subset
+    np.testing.assert_allclose(vr.other_user(np.random.default_rng(1)), vr.rate([other[u] for u in vr.user]))
+    with pytest.raises(ValueError, match="one user only"):
+        vj.other_users({"a/u1": "a", "b/u2": "b", "b/u3": "b"}, np.random.default_rng(0))
     with pytest.raises(KeyError):
         vj.poles_from_aspects(["Prefers nothing in particular."])

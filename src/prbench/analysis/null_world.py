@@ -165,13 +165,13 @@ def _judges(world: str, harness: Harness, rng, vocab):
 def run(harness: Harness, judges, draws: int, rm_subsets, seed: int, vocab=None, graded: bool = False) -> pd.DataFrame:
     rows = []
     n_all = len(harness.col.rms)
-    sets = [("all", None)] + [(str(k), None) for k in rm_subsets if 4 <= k < n_all]
+    sets = ["all"] + [str(k) for k in rm_subsets if 4 <= k < n_all]
     fam0 = harness.decide({})
     bon_cells = [j for j, k in harness.keys.iterrows() if k["downstream"] == "bon"]
     mcse = np.sqrt(harness.fdr * (1 - harness.fdr) / max(draws, 1))
     exceed = {}
     for world in judges:
-        for label, _ in sets:
+        for label in sets:
             rng = np.random.default_rng(stable_seed(seed, "null-world", world, label))
             verdicts, diffs = [], []
             for _ in range(draws):
@@ -244,15 +244,10 @@ class VocabRatings:
         return out
 
     def other_user(self, rng) -> np.ndarray:
-        by_subset: dict = {}
-        for u in sorted(self.user_poles):
-            by_subset.setdefault(self.subset.get(u), []).append(u)
-        other = {}
-        for users in by_subset.values():
-            if len(users) < 2:
-                raise ValueError("null_world other_user: a subset with one user only")
-            order = list(rng.permutation(users))
-            other.update({u: order[(i + 1) % len(order)] for i, u in enumerate(order)})
+        """(Q, N): each sample rated for another user of its subset (`vocab_judge.other_users`)."""
+        from ..data.vocab_judge import other_users
+
+        other = other_users({u: self.subset.get(u) for u in self.user_poles}, rng)
         return self.rate([other[u] for u in self.user])
 
     def graded(self, w: float) -> np.ndarray:

@@ -119,13 +119,18 @@ def measurement_variance(reps_a, reps_b, reps_y) -> np.ndarray:
     accuracies and every downstream mean resampled jointly, each baseline's pairs on their own, BoN
     sample sets and training seeds redrawn). Replicates where a side is constant are left out; fewer
     than 2 left: 0."""
-    d = spearman_difference(reps_a, reps_b, reps_y)
+    k, ss = _finite_ss(spearman_difference(reps_a, reps_b, reps_y))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(k >= 2, BOOTSTRAP_FACTOR * ss / (k - 1), 0.0)
+
+
+def _finite_ss(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(k, ss) over the last axis's finite entries: their count and sum of squares about their mean."""
     ok = np.isfinite(d)
     k = ok.sum(-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(ok, d, 0.0).sum(-1) / k
-        var = np.where(ok, (d - mean[..., None]) ** 2, 0.0).sum(-1) / (k - 1)
-    return np.where(k >= 2, BOOTSTRAP_FACTOR * var, 0.0)
+        return k, np.where(ok, (d - mean[..., None]) ** 2, 0.0).sum(-1)
 
 
 def jackknife_se(xa, xb, y) -> np.ndarray:
@@ -133,12 +138,8 @@ def jackknife_se(xa, xb, y) -> np.ndarray:
     xa, xb, y = (np.asarray(v, dtype=float) for v in (xa, xb, y))
     n = y.shape[-1]
     idx = np.array([[j for j in range(n) if j != i] for i in range(n)])
-    d = spearman_difference(xa[..., idx], xb[..., idx], y[..., idx])
-    ok = np.isfinite(d)
-    k = ok.sum(-1)
+    k, ss = _finite_ss(spearman_difference(xa[..., idx], xb[..., idx], y[..., idx]))
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(ok, d, 0.0).sum(-1) / k
-        ss = np.where(ok, (d - mean[..., None]) ** 2, 0.0).sum(-1)
         return np.where(k >= 2, np.sqrt((k - 1) / k * ss), np.nan)
 
 

@@ -84,34 +84,35 @@ def _bootstrap(units: np.ndarray, n_boot: int, rng) -> np.ndarray:
     return np.einsum("sbu,snu->sbn", w, units)
 
 
-def decide(spec: WorldSpec, n_sims: int, seed: int, fdr: float = 0.05, n_boot: int = 200,
-           chunk: int = 50) -> verdict.Family:
-    """`decide_family` on n_sims families drawn from the world (chunks of `chunk` to bound memory)."""
+def _cells(spec: WorldSpec, n_sims: int, seed: int, n_boot: int = 200, chunk: int = 50) -> list[verdict.Cell]:
+    """The family's cells of n_sims families drawn from the world (chunks of `chunk` to bound memory)."""
     rng = np.random.default_rng(stable_seed(seed, "verdict-world", repr(spec)))
     parts = [_draw(spec, min(chunk, n_sims - i), rng, n_boot) for i in range(0, n_sims, chunk)]
-    cells = [verdict.Cell(*(np.concatenate([np.atleast_1d(getattr(p[j], f)) for p in parts])
-                            for f in ("xa", "xb", "y", "var_meas"))) for j in range(len(parts[0]))]
-    return verdict.decide_family(cells, fdr)
+    return [verdict.Cell(*(np.concatenate([np.atleast_1d(getattr(p[j], f)) for p in parts])
+                           for f in ("xa", "xb", "y", "var_meas"))) for j in range(len(parts[0]))]
+
+
+def decide(spec: WorldSpec, n_sims: int, seed: int, fdr: float = 0.05, n_boot: int = 200,
+           chunk: int = 50) -> verdict.Family:
+    """`decide_family` on n_sims families drawn from the world."""
+    return verdict.decide_family(_cells(spec, n_sims, seed, n_boot, chunk), fdr)
 
 
 def rates(spec: WorldSpec, n_sims: int, seed: int, fdr: float = 0.05, n_boot: int = 200) -> dict:
     """Share of families with any cell decided "personalized" / "baseline", and either; `rm_level`:
-    the same families decided on the RM-level values alone (the measurement variance left out),
+    the same families decided by the same rule with the measurement variance left out (var_meas 0),
     what the rule without its second level would decide."""
-    fam = decide(spec, n_sims, seed, fdr, n_boot)
-    wins = np.isin(fam.verdict, [verdict.PERSONALIZED, verdict.BASELINE])
-    return {"personalized": float((fam.verdict == verdict.PERSONALIZED).any(-1).mean()),
-            "baseline": float((fam.verdict == verdict.BASELINE).any(-1).mean()),
-            "decided": float(wins.any(-1).mean()),
-            "rm_level": float(np.isin(_rm_level(fam, fdr), [verdict.PERSONALIZED, verdict.BASELINE]).any(-1).mean()),
+    cells = _cells(spec, n_sims, seed, n_boot)
+    fam = verdict.decide_family(cells, fdr)
+    rm_only = verdict.decide_family([replace(c, var_meas=0.0) for c in cells], fdr)
+
+    def share(f: verdict.Family, *which: str) -> float:
+        return float(np.isin(f.verdict, which).any(-1).mean())
+
+    return {"personalized": share(fam, verdict.PERSONALIZED), "baseline": share(fam, verdict.BASELINE),
+            "decided": share(fam, verdict.PERSONALIZED, verdict.BASELINE),
+            "rm_level": share(rm_only, verdict.PERSONALIZED, verdict.BASELINE),
             "n_sims": n_sims, "mcse": float(np.sqrt(fdr * (1 - fdr) / n_sims))}
-
-
-def _rm_level(fam: verdict.Family, fdr: float) -> np.ndarray:
-    t = fam.diff / fam.se_rm
-    p = verdict.pvalue(t, fam.n)
-    q = verdict.bh_qvalues(p)
-    return np.where(q <= fdr, np.where(fam.diff > 0, verdict.PERSONALIZED, verdict.BASELINE), verdict.UNDECIDED)
 
 
 NAMED = {

@@ -18,16 +18,11 @@ cosine similarity (prbench.judge.minilm) and the RMs are learned models on MiniL
 from __future__ import annotations
 
 import math
-import random
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from ..io import read_jsonl
-from ..seeding import stable_seed
 from . import demo_vocab as V
 from .demo_world import aspect_text, tokens
 
@@ -130,71 +125,16 @@ def user_of(question_id: str) -> str:
     return m["user"]
 
 
-@dataclass
-class DemoJudgeInputs:
-    """One BoN sample set, one entry per sample in file order (sorted by question id, sample_idx)."""
-
-    question_ids: list[str]
-    sample_idx: np.ndarray
-    texts: list[str]
-    subsets: list[str]
-    users: list[str]
-    poles: list[tuple[Pole, ...]]
-    questions: list[str] = field(default_factory=list)
-    user_poles: dict[str, tuple[Pole, ...]] = field(default_factory=dict)
-
-    def other_user(self, seed: int = 0) -> dict[str, str]:
-        """user -> another user of the same subset: a seeded derangement (a shuffled cycle) per subset."""
-        by_subset: dict[str, list[str]] = {}
-        for u, s in dict(zip(self.users, self.subsets)).items():
-            by_subset.setdefault(s, []).append(u)
-        out = {}
-        for s, users in sorted(by_subset.items()):
-            if len(users) < 2:
-                raise ValueError(f"subset {s}: one user only, no other user to rate against")
-            order = sorted(users)
-            random.Random(stable_seed(seed, "vocab_judge.other_user", s)).shuffle(order)
-            out.update({u: order[(i + 1) % len(order)] for i, u in enumerate(order)})
-        return out
-
-    def other_poles(self, seed: int = 0) -> list[tuple[Pole, ...]]:
-        """Per sample, the poles of `other_user(seed)[its user]` (an unrelated user, same subset)."""
-        other = self.other_user(seed)
-        return [self.user_poles[other[u]] for u in self.users]
-
-
-def samples_path(results_dir: str | Path, policy: str, sample_set: int = 0) -> Path:
-    """results/bon/{policy}[/set{r} for r > 0]/samples.jsonl (rules/common.smk bon_dir)."""
-    base = Path(results_dir, "bon", policy)
-    return (base / f"set{int(sample_set)}" if int(sample_set) else base) / "samples.jsonl"
-
-
-def demo_judge_inputs(results_dir: str | Path, policy: str, sample_set: int = 0) -> DemoJudgeInputs:
-    """Read a demo run's BoN samples with each sample's user and rubric poles (from the judge keys)."""
-    root = Path(results_dir)
-    samples = read_jsonl(samples_path(root, policy, sample_set))
-    keys = {k["question_id"]: k for k in read_jsonl(root / "data/judge_keys/personalized.jsonl")}
-    prompts = {p["question_id"]: p["question"] for p in read_jsonl(root / "data/prompts/eval.jsonl")}
-    inp = DemoJudgeInputs([], np.array([r["sample_idx"] for r in samples], dtype=int), [], [], [], [])
-    for r in samples:
-        q = r["question_id"]
-        if q not in keys:
-            raise ValueError(f"question {q}: no judge key (rubric aspects)")
-        user, poles = user_of(q), poles_from_aspects(keys[q]["rubric_aspects"])
-        if inp.user_poles.setdefault(user, poles) != poles:
-            raise ValueError(f"user {user}: questions with different rubric aspects")
-        inp.question_ids.append(q)
-        inp.texts.append(r["answer"])
-        inp.subsets.append(r["subset"])
-        inp.users.append(user)
-        inp.poles.append(poles)
-        inp.questions.append(prompts.get(q, ""))
-    return inp
-
-
-def judge_scores(results_dir: str | Path, policy: str, inputs: DemoJudgeInputs, sample_set: int = 0) -> np.ndarray:
-    """The pipeline judge's `score` per sample of `inputs` (judged.jsonl beside samples.jsonl; NaN: null)."""
-    path = samples_path(results_dir, policy, sample_set).with_name("judged.jsonl")
-    got = {(r["question_id"], int(r["sample_idx"])): r["score"] for r in read_jsonl(path)}
-    vals = [got[(q, int(i))] for q, i in zip(inputs.question_ids, inputs.sample_idx)]
-    return np.array([np.nan if v is None else float(v) for v in vals])
+def other_users(subset_of_user: dict[str, str], rng) -> dict[str, str]:
+    """user -> another user of the same subset: a derangement per subset (the subset's users shuffled
+    by `rng`, a numpy Generator, and each mapped to the next in a cycle)."""
+    by_subset: dict[str, list[str]] = {}
+    for u in sorted(subset_of_user):
+        by_subset.setdefault(subset_of_user[u], []).append(u)
+    out = {}
+    for subset, users in by_subset.items():
+        if len(users) < 2:
+            raise ValueError(f"subset {subset}: one user only, no other user to rate against")
+        order = list(rng.permutation(users))
+        out.update({u: order[(i + 1) % len(order)] for i, u in enumerate(order)})
+    return out
