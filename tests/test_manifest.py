@@ -1,6 +1,7 @@
 """prbench.manifest: results/manifest.json records what produced the tables (issue 24, item 4)."""
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -99,3 +100,21 @@ def test_manifest_rule_is_planned_with_the_tables(tmp_path):
 
     run = dry_run(configfile=REPO / "configs/test.yaml", workdir=tmp_path)
     assert "manifest" in run.rules and "missing_rms" in run.rules
+
+
+def test_manifest_names_the_cpu(tmp_path):
+    """The run's manifest says which CPU made its tables: model name, family/model and the flags that
+    change speed or numerics (bf16), read from /proc/cpuinfo's first processor."""
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 23\nmodel\t\t: 1\n"
+                    "model name\t: AMD EPYC 7551 32-Core Processor\nflags\t\t: fpu sse avx2 fma sha_ni\n\n"
+                    "processor\t: 1\nmodel name\t: other\nflags\t\t: avx512f\n")
+    got = manifest.cpu_info(info)
+    assert got == {"model_name": "AMD EPYC 7551 32-Core Processor", "vendor": "AuthenticAMD", "family": "23",
+                   "model": "1", "flags": ["avx2", "fma"]}
+    assert manifest.cpu_info(tmp_path / "missing")["flags"] == []
+    here = manifest.devices()["cpu"]
+    if Path("/proc/cpuinfo").is_file():
+        first = Path("/proc/cpuinfo").read_text().split("\n\n")[0]
+        assert here["model_name"] and here["model_name"] in first
+        assert all(f in first.split() for f in here["flags"])

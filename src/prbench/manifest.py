@@ -160,9 +160,34 @@ def seeds(config: dict) -> dict:
     return out
 
 
+# The CPU flags that change what a run computes or how fast (vector widths, native bf16 matmuls)
+CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "neon", "asimd")
+
+
+def cpu_info(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> dict:
+    """The CPU that made the run's tables: model name, vendor, family and model, and which of
+    CPU_FLAGS it has (first processor of /proc/cpuinfo; elsewhere platform.processor() only)."""
+    fields: dict[str, str] = {}
+    try:
+        for line in Path(cpuinfo).read_text(encoding="utf-8", errors="replace").splitlines():
+            if not line.strip():
+                if fields:
+                    break  # the first processor's block
+                continue
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        return {"model_name": platform.processor() or None, "flags": []}
+    have = set((fields.get("flags") or fields.get("Features") or "").split())
+    return {"model_name": fields.get("model name") or platform.processor() or None,
+            "vendor": fields.get("vendor_id"), "family": fields.get("cpu family"), "model": fields.get("model"),
+            "flags": [f for f in CPU_FLAGS if f in have]}
+
+
 def devices() -> dict:
-    """What the manifest job sees: CPU count, platform, CUDA devices (torch imported only if installed)."""
-    out = {"platform": platform.platform(), "cpu_count": os.cpu_count(), "cuda": []}
+    """What the manifest job sees: CPU (model and flags, `cpu_info`), CPU count, platform, CUDA devices
+    (torch imported only if installed)."""
+    out = {"platform": platform.platform(), "cpu": cpu_info(), "cpu_count": os.cpu_count(), "cuda": []}
     try:
         import torch
 
