@@ -43,8 +43,8 @@ def main() -> None:
         logs.append(Path(run) / "train_log.csv")
     d = paired_diff(pd.concat(frames, ignore_index=True), n_boot, boot_seed)
     rise = reward_rise(logs)
-    print(f"pooled ({len(args.runs)} seeds) | {d['diff_base']:+.3f} [{d['diff_ci_low']:+.3f}, {d['diff_ci_high']:+.3f}] | "
-          f"{rise[0]:+.2f} [{rise[1]:+.2f}, {rise[2]:+.2f}]")
+    print(f"pooled ({len(args.runs)} seeds) | {d['diff_base']:+.3f} [{d['diff_ci_low']:+.3f}, "
+          f"{d['diff_ci_high']:+.3f}] | {rise[0]:+.2f} [{rise[1]:+.2f}, {rise[2]:+.2f}]")
     ok = d["diff_ci_low"] > 0 and rise[1] > 0
     print(f"criterion (both intervals above 0): {'holds' if ok else 'does not hold'}")
 
