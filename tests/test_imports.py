@@ -31,7 +31,7 @@ ALLOWED = {
     # the plan of a config (job counts, cost, power): reads the validation, the downstream registry and
     # PPO memory plan, and the verdict rule's power function; nothing imports it
     "prbench.plan": ("prbench.validation", "=prbench.downstream", "prbench.downstream.ppo.memory",
-                     "prbench.analysis.power", "prbench.analysis.verdict"),
+                     "prbench.downstream.grpo.memory", "prbench.analysis.power", "prbench.analysis.verdict"),
 }
 
 

@@ -69,11 +69,26 @@ def hub_org(path: str) -> str:
     return path.split("/", 1)[0] if path.count("/") == 1 else path
 
 
-def extremes_by_org(reward_models: dict) -> list[str]:
-    """configs/study.yaml's rule for PPO and GRPO: per hub organisation, the downstream entry with the
-    smallest params_b and the one with the largest (one when they coincide; ties: the first in
-    order); the chosen names in the mapping's order."""
-    down = [(n, e) for n, e in reward_models.items() if e.get("downstream", True) and e.get("path")]
+def trains(cfg: dict, name: str) -> bool:
+    """Whether a PPO and a GRPO run with RM `name` fit resources.gpu_mem_gb by the memory plans
+    (prbench.downstream.ppo.memory, prbench.downstream.grpo.memory) of the config's first policy."""
+    from ..downstream.grpo.memory import grpo_plan_for_config
+    from ..downstream.ppo.memory import check_plan, plan_for_config
+
+    policy = next(iter(cfg["policies"]))
+    try:
+        check_plan(plan_for_config(cfg, policy, name))
+    except ValueError:
+        return False
+    return bool(grpo_plan_for_config(cfg, policy, name).fits)
+
+
+def extremes_by_org(cfg: dict) -> list[str]:
+    """configs/study.yaml's rule for PPO and GRPO: among the downstream entries whose PPO and GRPO
+    runs fit (`trains`), per hub organisation the one with the smallest params_b and the one with the
+    largest (one when they coincide; ties: the first in order); the chosen names in config order."""
+    down = [(n, e) for n, e in cfg["reward_models"].items()
+            if e.get("downstream", True) and e.get("path") and trains(cfg, n)]
     chosen = set()
     for org in dict.fromkeys(hub_org(e["path"]) for _, e in down):
         members = [(float(e.get("params_b") or 0.0), i, n) for i, (n, e) in enumerate(down)
