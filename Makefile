@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= all
 
-.PHONY: install demo demo-mirror replica test test-fast test-slurm lint report protocol score prefetch lock mutate
+.PHONY: install demo demo-mirror replica test test-fast test-slurm lint report protocol score prefetch lock mutate plan
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -51,6 +51,12 @@ $(BIN)/snakemake:
 prefetch: install
 	PYTHONPATH=src $(BIN)/python -m prbench.prefetch --configfile $(CONFIG)
 	HF_HUB_OFFLINE=1 PYTHONPATH=src $(BIN)/python -m prbench.prefetch --configfile $(CONFIG) --check
+
+# What a config costs and can decide, before anything runs (docs/STUDY.md): job counts of its dry run,
+# H100 GPU-hours per stage and RM size class, the verdict rule's power, the unpinned hub entries.
+# CONFIG may name several files, layered in order: make plan CONFIG="config.yaml configs/study.yaml"
+plan: $(BIN)/snakemake
+	PYTHONPATH=src $(BIN)/python -m prbench.plan --configfiles $(CONFIG) $(PLAN_ARGS)
 
 # Re-resolve every unpinned hub model and dataset (from the local cache; the hub when online) and
 # rewrite the revision lock (config revisions.lock); later runs load exactly those commits.

@@ -15,10 +15,10 @@ from prbench.downstream.grpo.memory import check_grpo_runs
 
 GRPO = config.get("grpo") or {}
 GRPO_ENABLED = "grpo" in DOWNSTREAM
-# Memory plan of every train_grpo job (one GPU, the RM beside the policy): a run that does not fit
+# Memory plan of every train_grpo job (the RMs of grpo.rms; one GPU, the RM beside the policy): a run that does not fit
 # resources.gpu_mem_gb stops the workflow here, naming the run and the keys (nothing planned in the demo).
 if GRPO_ENABLED:
-    check_grpo_runs(config, POLICIES, DOWNSTREAM_RMS)
+    check_grpo_runs(config, POLICIES, method_rms("grpo"))
 # The grpo keys train_grpo reads (prbench.downstream.grpo.train.TRAIN_KEYS); evaluation uses ppo.eval_* (same base answers).
 # save_steps is among them as ppo.save_steps is among train_ppo's (params hold what the job reads): editing it
 # reruns train_grpo; it is not part of the checkpoint fingerprint, so an interrupted run still resumes.

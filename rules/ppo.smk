@@ -49,13 +49,13 @@ PPO_TRAIN = pick(
         "drop_last",
     ],
 )
-# GPUs of each train_ppo job from the memory plan: ppo.gpus, else the smallest count that fits
+# GPUs of each train_ppo job (the RMs of ppo.rms: only runs that exist are planned) from the memory plan: ppo.gpus, else the smallest count that fits
 # resources.gpu_mem_gb; 0 in the demo (CPU). A plan that does not fit stops here, naming the run and
 # the keys; with ppo disabled there is no train_ppo job and nothing is planned. A per-subset run
 # (train_ppo_subset, ppo.per_subset) gets its (policy, RM)'s plan: the same batch, prompt and response limits.
-PPO_GPUS = gpus_per_run(config, POLICIES, DOWNSTREAM_RMS) if PPO_ENABLED else {}
+PPO_GPUS = gpus_per_run(config, POLICIES, method_rms("ppo")) if PPO_ENABLED else {}
 # rows per rollout generate call: ppo.rollout_generation_batch_size, or the plan's largest that fits (None: demo)
-PPO_GEN_CHUNK = generation_chunk_per_run(config, POLICIES, DOWNSTREAM_RMS) if PPO_ENABLED else {}
+PPO_GEN_CHUNK = generation_chunk_per_run(config, POLICIES, method_rms("ppo")) if PPO_ENABLED else {}
 
 
 rule train_ppo:

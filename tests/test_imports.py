@@ -28,6 +28,10 @@ ALLOWED = {
     "prbench.analysis": ("prbench.data.baselines", "prbench.scoring.official", "prbench.scoring.leaderboard",
                          "=prbench.downstream", "prbench.downstream.bon.curves", "prbench.data.vocab_judge"),
     "prbench.validation": ("prbench.data.baselines", "prbench.data.demo_world", "prbench.rms"),
+    # the plan of a config (job counts, cost, power): reads the validation, the downstream registry and
+    # PPO memory plan, and the verdict rule's power function; nothing imports it
+    "prbench.plan": ("prbench.validation", "=prbench.downstream", "prbench.downstream.ppo.memory",
+                     "prbench.downstream.grpo.memory", "prbench.analysis.power", "prbench.analysis.verdict"),
 }
 
 

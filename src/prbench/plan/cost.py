@@ -1,0 +1,243 @@
+"""Cost model of a run: work and H100 GPU-hours per stage, from a config (`perf/paper_cost.py`
+prints it for one config; `python -m prbench.plan` per stage and per RM size class).
+
+Reads the config (subsets, RMs, BoN n / batch / tokens, PPO batch, response length, generation
+chunk from the memory plan, GRPO group sizes, judge, `ppo.per_subset`, `ppo.seeds`, `grpo.seeds`,
+`bon.sample_sets`, and `ppo.rms` / `grpo.rms`: the RMs each trained-policy method runs with) and
+returns one row per stage: the work, the unit costs used and the GPU-hours on H100s (GPU-seconds
+summed over the GPUs a job holds: the PPO memory plan's GPU count).
+
+Every unit cost has a source (`UNIT`):
+- measured: the H100 runs in perf/gpu_runs (perf/README.md): one PPO step of trl's chunked path
+  (16 generate calls of 4 rows x 512 tokens at local batch 64, 2,047-token prompts) took 300 s,
+  "nearly all of that trl's generate", so one decode step of the 0.5B policy costs at most
+  300 / (16 x 512) = 36.6 ms; it is used for every decode step of the policy (PPO, GRPO, BoN
+  sampling, base and evaluation answers), whatever the rows per call (an upper bound);
+- assumed (no measurement here): the decode step of a 7-8B model (generative RMs, every size) and of
+  the 32B judge with HF transformers, forward throughput of an RM or the retriever as a fraction
+  (MFU) of the H100's 989 TFLOP/s bf16 dense peak, and the data sizes not in the config.
+The PPO rollout path with one generate call per generation chunk has not been measured on a GPU:
+its step cost is ceil(local batch / generation chunk) x response_length decode steps.
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+from ..config import entry_with_defaults
+from ..downstream.ppo.memory import plan_for_config
+
+# --- data sizes (not in the config) -------------------------------------------------------------
+# Questions per subset of the released Personalized RewardBench test split (perf/bench_judge_cost.py);
+# one chosen/rejected pair each, and the same LaMP-QA test questions are the BoN / PPO evaluation prompts.
+TEST_QUESTIONS = {"Art_and_Entertainment": 767, "Lifestyle_and_Personal_Development": 989, "Society_and_Culture": 1074}
+# LaMP-QA train questions per subset (PPO / GRPO prompts): ASSUMED (recalled from the LaMP-QA
+# paper's statistics, not checked offline); perf/paper_cost.py --train-prompts overrides.
+TRAIN_QUESTIONS = {"Art_and_Entertainment": 3717, "Lifestyle_and_Personal_Development": 5574,
+                   "Society_and_Culture": 5785}
+BASELINE_PAIRS = {"rewardbench": 2985, "rmbench": 1327 * 9}  # published sizes (RM-Bench: 9 pairs a prompt)
+BASELINE_PAIRS_UNKNOWN = 3000  # ASSUMED: pairs of a configured baseline with no published size above
+PROMPT_TOKENS = 1800     # question + 10 profile posts: 1,500-2,000 tokens (perf/README.md, prefix scoring)
+ANSWER_TOKENS = 150      # benchmark answers: ~150 tokens (perf/README.md, prefix scoring inputs)
+BASELINE_TOKENS = 600    # RewardBench / RM-Bench prompt + answer: ASSUMED
+POSTS_PER_USER = 100     # profile posts embedded per question by the retriever: ASSUMED
+
+# --- unit costs ----------------------------------------------------------------------------------
+H100_BF16 = 989e12
+UNIT = {
+    "policy_decode_s": (300 / (16 * 512), "measured: H100 PPO step 300 s = 16 generate calls x 512 tokens "
+                                          "(perf/gpu_runs/h100_ppo_memory_p2048.json, perf/README.md)"),
+    "decode_7b_s": (0.045, "ASSUMED: HF decode step of a 7-8B model, one GPU, batch <= 32"),
+    "decode_32b_s": (0.09, "ASSUMED: HF decode step of the 32B judge sharded on 2 GPUs"),
+    "mfu_forward": (0.35, "ASSUMED: forward (prefill) throughput = 35% of H100 bf16 peak 989 TFLOP/s"),
+    "train_flops_factor": (3.0, "forward + backward = 3x forward FLOPs (standard)"),
+}
+# RM size classes of the per-class totals (params_b upper bounds, inclusive)
+SIZE_CLASSES = ((2.0, "<= 2B"), (10.0, "2-10B"), (35.0, "10-35B"), (math.inf, "> 35B"))
+
+
+def u(name: str) -> float:
+    return UNIT[name][0]
+
+
+def forward_s(params: float, tokens: float) -> float:
+    return 2 * params * tokens / (u("mfu_forward") * H100_BF16)
+
+
+def decode_calls_s(sequences: int, batch: int, new_tokens: int, step_s: float) -> float:
+    return math.ceil(sequences / batch) * new_tokens * step_s
+
+
+def count(cfg_section: dict, key: str, default=1) -> int:
+    """How many repeats a key asks for (a list of seeds / sample sets, or an int); absent = default."""
+    v = (cfg_section or {}).get(key, None)
+    if v is None:
+        return default
+    return len(v) if isinstance(v, (list, tuple)) else int(v)
+
+
+def rm_params(entry: dict) -> float:
+    return float(entry.get("params_b") or 1.0) * 1e9
+
+
+def size_class(params_b) -> str:
+    p = float(params_b or 1.0)
+    return next(label for top, label in SIZE_CLASSES if p <= top)
+
+
+def baseline_pairs(cfg: dict) -> int:
+    """Pairs of every configured baseline: the published size of its kind, else BASELINE_PAIRS_UNKNOWN."""
+    return sum(BASELINE_PAIRS.get(b.get("kind", name), BASELINE_PAIRS_UNKNOWN)
+               for name, b in (cfg["data"].get("baselines") or {}).items())
+
+
+def method_rms(cfg: dict, method: str, down: dict) -> list[str]:
+    """The downstream RMs a trained-policy method runs with: `<method>.rms`, else every one."""
+    chosen = (cfg.get(method) or {}).get("rms")
+    return [r for r in down if chosen is None or r in chosen]
+
+
+class _Rows(list):
+    def add(self, stage, work, gpu_s, units, rm=None, params_b=None):
+        self.append({"stage": stage, "work": work, "gpu_h": gpu_s / 3600, "units": units, "rm": rm,
+                     "size_class": size_class(params_b) if rm else None})
+
+
+def _benchmark_rows(rows: _Rows, cfg: dict, q_test: int) -> None:
+    pairs_b = baseline_pairs(cfg)
+    seq = PROMPT_TOKENS + ANSWER_TOKENS
+    for name, e in cfg["reward_models"].items():
+        pairs = q_test + pairs_b
+        stage, pb = f"benchmark scoring: {name}", e.get("params_b")
+        if e["kind"] == "generative_pairwise":
+            calls = pairs * (2 if e.get("both_orders") else 1)
+            new = int(e.get("max_new_tokens") or 512)
+            rows.add(stage, f"{calls:,} judgements x {new} tokens",
+                     decode_calls_s(calls, 16, new, u("decode_7b_s")), ["decode_7b_s"], name, pb)
+        elif e["kind"] == "generative_pointwise":
+            calls = 2 * pairs
+            rows.add(stage, f"{calls:,} ratings", decode_calls_s(calls, 16, int(e.get("max_new_tokens") or 256),
+                                                                u("decode_7b_s")), ["decode_7b_s"], name, pb)
+        else:
+            toks = 2 * q_test * seq + 2 * pairs_b * BASELINE_TOKENS
+            rows.add(stage, f"{2 * pairs:,} sequences, {toks / 1e6:.1f}M tokens", forward_s(rm_params(e), toks),
+                     ["mfu_forward"], name, pb)
+
+
+def _bon_rows(rows: _Rows, cfg: dict, q_test: int, down: dict, judge_gpus: int, judge_step: float) -> None:
+    bon, judge = cfg["bon"], cfg["judge"]
+    n_sets = count(bon, "sample_sets")
+    samples = q_test * int(bon["n"]) * n_sets
+    new = int(bon["max_new_tokens"])
+    rows.add("BoN sampling", f"{samples:,} answers x {new} tokens ({n_sets} sample set(s))",
+             decode_calls_s(samples, int(bon.get("batch_size") or 32), new, u("policy_decode_s")), ["policy_decode_s"])
+    reward = entry_with_defaults(cfg.get("reward") or {}, "reward")
+    for name, e in down.items():
+        stage, pb = f"BoN scoring: {name}", e.get("params_b")
+        if e["kind"].startswith("generative") and reward["generative"] == "pointwise":
+            # reward.generative pointwise (the authors'): each sample rated alone on 0-1, a short reply
+            new_r = int(reward["generative_max_new_tokens"])
+            rows.add(stage, f"{samples:,} 0-1 ratings x {new_r} tokens",
+                     decode_calls_s(samples, 16, new_r, u("decode_7b_s")), ["decode_7b_s"], name, pb)
+        elif e["kind"].startswith("generative"):
+            calls = samples if e["kind"] == "generative_pointwise" else samples * 2
+            rows.add(stage, f"{calls:,} judgements", decode_calls_s(calls, 16, int(e.get("max_new_tokens") or 512),
+                                                                   u("decode_7b_s")), ["decode_7b_s"], name, pb)
+        else:
+            toks = samples * (PROMPT_TOKENS + new)
+            rows.add(stage, f"{samples:,} sequences, {toks / 1e6:.0f}M tokens", forward_s(rm_params(e), toks),
+                     ["mfu_forward"], name, pb)
+    rows.add("BoN judging", f"{samples:,} judge calls x {judge['max_new_tokens']} tokens",
+             judge_gpus * decode_calls_s(samples, int(judge.get("batch_size") or 16), int(judge["max_new_tokens"]),
+                                         judge_step), ["decode_32b_s"])
+
+
+def _ppo_rows(rows: _Rows, cfg: dict, q_test: int, down: dict, train_q: dict) -> int:
+    """PPO per RM of `ppo.rms` (per subset when ppo.per_subset; one run per seed); its evaluation answers."""
+    subsets = cfg["data"]["personalized"]["subsets"]
+    ppo = entry_with_defaults(cfg["ppo"], "ppo")
+    seeds = count(cfg["ppo"], "seeds")
+    groups = [[s] for s in subsets] if cfg["ppo"].get("per_subset") else [subsets]
+    if not ppo.get("enabled", True):
+        return 0
+    pol_name = next(iter(cfg["policies"]))
+    answers = 0
+    for name in method_rms(cfg, "ppo", down):
+        p = plan_for_config(cfg, pol_name, name)
+        calls = math.ceil(p.local_batch / p.generation_chunk)
+        step_s = calls * int(ppo["response_length"]) * u("policy_decode_s")
+        steps = sum(math.ceil((ppo["total_episodes"] or sum(train_q[s] for s in g)) / ppo["batch_size"])
+                    for g in groups) * seeds
+        rows.add(f"PPO: {name}", f"{steps} steps x {calls} generate call(s) x {ppo['response_length']} tokens "
+                 f"({len(groups)} run(s) x {seeds} seed(s), {p.gpus} GPU(s))", steps * step_s * p.gpus,
+                 ["policy_decode_s"], name, down[name].get("params_b"))
+        answers += q_test * seeds
+    return answers
+
+
+def _grpo_rows(rows: _Rows, cfg: dict, q_test: int, down: dict, train_q: dict) -> int:
+    grpo_cfg = cfg.get("grpo")
+    if not (grpo_cfg and grpo_cfg.get("enabled", True)):
+        return 0
+    subsets = cfg["data"]["personalized"]["subsets"]
+    seeds = count(grpo_cfg, "seeds")
+    g = entry_with_defaults(grpo_cfg, "grpo")
+    steps = (g["steps"] or math.ceil(sum(train_q[s] for s in subsets) / g["prompts_per_step"])) * seeds
+    step_s = int(g["max_completion_length"]) * u("policy_decode_s")
+    answers = 0
+    for name in method_rms(cfg, "grpo", down):
+        rows.add(f"GRPO: {name}", f"{steps} steps x 1 generate call of {g['prompts_per_step'] * g['num_generations']} "
+                 f"x {g['max_completion_length']} tokens ({seeds} seed(s))", steps * step_s, ["policy_decode_s"],
+                 name, down[name].get("params_b"))
+        answers += q_test * seeds
+    return answers
+
+
+def stages(cfg: dict, train_q: dict) -> list[dict]:
+    """One row per stage: stage, work, gpu_h, units (keys of UNIT), rm and size_class (per-RM rows)."""
+    subsets = cfg["data"]["personalized"]["subsets"]
+    missing = [s for s in subsets if s not in TEST_QUESTIONS]
+    if missing:
+        raise SystemExit(f"config data.personalized.subsets: no known size for {missing} (prbench.plan.cost)")
+    q_test = sum(TEST_QUESTIONS[s] for s in subsets)
+    down = {n: e for n, e in cfg["reward_models"].items() if e.get("downstream", True)}
+    judge = cfg["judge"]
+    judge_gpus = 2 if float(judge.get("params_b") or 32) > 30 else 1
+    judge_step = u("decode_32b_s") if judge_gpus == 2 else u("decode_7b_s")
+    rows = _Rows()
+    posts = q_test * POSTS_PER_USER + sum(train_q[s] for s in subsets) * POSTS_PER_USER
+    rows.add("retrieval (contriever)", f"{posts:,} posts x 256 tokens", forward_s(0.11e9, posts * 256),
+             ["mfu_forward"])
+    _benchmark_rows(rows, cfg, q_test)
+    _bon_rows(rows, cfg, q_test, down, judge_gpus, judge_step)
+    eval_answers = _ppo_rows(rows, cfg, q_test, down, train_q) + _grpo_rows(rows, cfg, q_test, down, train_q)
+    # evaluation: base answers once, trained policies' answers, every answer judged
+    answers = q_test + eval_answers
+    ev_tokens = int(entry_with_defaults(cfg["ppo"], "ppo")["eval_max_new_tokens"])
+    gen_s = decode_calls_s(answers, 32, ev_tokens, u("policy_decode_s"))
+    judge_s = judge_gpus * decode_calls_s(answers, int(judge.get("batch_size") or 16), int(judge["max_new_tokens"]),
+                                          judge_step)
+    rows.add("evaluation (answers + judge)", f"{answers:,} answers x {ev_tokens} tokens, {answers:,} judge calls",
+             gen_s + judge_s, ["policy_decode_s", "decode_32b_s"])
+    return list(rows)
+
+
+# BoN sample counts whose cost is printed beside the config's (perf/paper_cost.py)
+BON_NS = (16, 128)
+
+
+def bon_totals(cfg: dict, train_q: dict, ns=BON_NS) -> dict[int, tuple[float, float]]:
+    """N -> (GPU-hours of the BoN stages, run total) with `bon.n` set to N; the config's N included.
+    Only sampling, scoring and judging grow with N (the k list selects among the samples)."""
+    out = {}
+    for n in sorted({*ns, int(cfg["bon"]["n"])}):
+        c = copy.deepcopy(cfg)
+        c["bon"]["n"] = n
+        rows = stages(c, train_q)
+        out[n] = (sum(r["gpu_h"] for r in rows if r["stage"].startswith("BoN ")), sum(r["gpu_h"] for r in rows))
+    return out
+
+
+def stage_group(stage: str) -> str:
+    """A row's stage without its RM: 'benchmark scoring', 'BoN scoring', 'PPO', 'GRPO', or the row's own name."""
+    return stage.split(":", 1)[0]

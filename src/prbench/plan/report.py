@@ -1,0 +1,115 @@
+"""`python -m prbench.plan`: the plan of a config, printed (prbench.plan's docstring)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import yaml
+
+from . import ASSUMPTIONS, decidable, downstream_rms, family_power, job_counts, load_layered, method_rm_count, unpinned
+from .cost import SIZE_CLASSES, TEST_QUESTIONS, TRAIN_QUESTIONS, UNIT, stage_group, stages, u
+
+
+def print_jobs(paths, directory) -> None:
+    counts = job_counts(paths, directory)
+    where = directory or "a fresh work folder"
+    print(f"1. jobs (snakemake -n --configfiles {' '.join(map(str, paths))}, in {where}): {counts['total']} in all")
+    for rule, n in counts.items():
+        if rule != "total":
+            print(f"   {rule:28s} {n:6d}")
+
+
+def print_cost(cfg: dict) -> None:
+    rows = stages(cfg, dict(TRAIN_QUESTIONS))
+    total = sum(r["gpu_h"] for r in rows)
+    print(f"2. H100 GPU-hours (prbench.plan.cost): total {total:.0f}")
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault(stage_group(r["stage"]), []).append(r)
+    for g, rs in groups.items():
+        n = f" ({len(rs)} RMs)" if rs[0]["rm"] else ""
+        print(f"   per stage: {g + n:36s} {sum(r['gpu_h'] for r in rs):9.1f}")
+    for _, label in SIZE_CLASSES:
+        rs = [r for r in rows if r["size_class"] == label]
+        if rs:
+            rms, h = len({r["rm"] for r in rs}), sum(r["gpu_h"] for r in rs)
+            print(f"   per RM size class {label:7s} ({rms:2d} RMs, their scoring and training) {h:9.1f}")
+    shared = sum(r["gpu_h"] for r in rows if not r["rm"])
+    print(f"   shared stages (retrieval, BoN sampling and judging, evaluation) {shared:9.1f}")
+    used = list(dict.fromkeys(k for r in rows for k in r["units"]))
+    for k in used:
+        print(f"   unit {k} = {u(k):g}: {UNIT[k][1]}")
+    n_test = sum(TEST_QUESTIONS[s] for s in cfg["data"]["personalized"]["subsets"])
+    print(f"   data: personalized test {n_test:,} questions (measured: perf/bench_judge_cost.py); LaMP-QA train "
+          f"prompts ASSUMED (prbench.plan.cost.TRAIN_QUESTIONS); benchmark token lengths partly ASSUMED (same module)")
+
+
+def print_power(cfg: dict, n_sims: int | None) -> bool:
+    cells, rows = family_power(cfg, n_sims)
+    sims = rows[0]["n_sims"] if rows else 0
+    print(f"3. power of the confirmatory family ({len(cells)} cells) under the verdict rule "
+          f"(prbench.analysis.power.power_rows, {sims} simulations a point, 80% power, BH at q = "
+          f"{(cfg.get('correlation') or {}).get('fdr', 0.05)}); planning assumptions (no run yet):")
+    for m, (v, src) in ASSUMPTIONS["center"].items():
+        print(f"   centre {m}: {v} ({src})")
+    for key in ("rho_ab", "var_meas"):
+        print(f"   {key}: {ASSUMPTIONS[key][0]} ({ASSUMPTIONS[key][1]})")
+    per = len(rows) // len(cells) if cells else 0
+    for j, (c, _ok, why) in enumerate(decidable(cfg, cells)):
+        mine = rows[j * per:(j + 1) * per]
+        gap = {r["gap_in"]: r["gap"] for r in mine if r["quantity"] == "min_gap"}
+        need = ", ".join(f"{r['gap']:.1f}: {_n(r['n_rms'])}" for r in mine
+                         if r["quantity"] == "rms_needed" and r["gap_in"] == "all cells")
+        print(f"   {c['policy']} {c['downstream']} personalized vs {c['baseline']}: {c['n']} RMs; "
+              f"{why or 'decidable'}; smallest Spearman gap detected: {_g(gap.get('all cells'))} "
+              f"(in every cell), {_g(gap.get('this cell'))} (this cell alone); RMs needed for gap {need}")
+    can = bool(cells) and all(ok for _, ok, _ in decidable(cfg, cells))
+    print("   verdict: " + ("the family CAN be decided at these RMs" if can else
+                             "this configuration CANNOT DECIDE the paper's question: "
+                             + ("no confirmatory cell" if not cells else
+                                "; ".join(sorted({w for _, ok, w in decidable(cfg, cells) if not ok})))))
+    return can
+
+
+def _n(v) -> str:
+    return "> 500" if v != v else str(int(v))
+
+
+def _g(v) -> str:
+    return "none up to 2.0" if v is None or v != v else f"{v:.2f}"
+
+
+def print_unpinned(cfg: dict) -> None:
+    rows = unpinned(cfg)
+    print(f"4. hub entries with no pinned revision: {len(rows)} (`make lock` records the commit each loads)")
+    for r in rows:
+        print(f"   {r['key']}: {r['ref']} ({'locked ' + r['locked'] if r['locked'] else 'not locked'})")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m prbench.plan", description=__doc__)
+    ap.add_argument("--configfiles", "--configfile", nargs="+", default=["config.yaml"],
+                    help="config files, layered in order (as snakemake --configfiles)")
+    ap.add_argument("--directory", help="count the jobs left in this work folder (default: a fresh one, the whole run)")
+    ap.add_argument("--sims", type=int, help="power simulations a point (default: correlation.power_simulations)")
+    ap.add_argument("--no-jobs", action="store_true", help="skip the dry run")
+    ap.add_argument("--merged", help="also write the layered, validated config here (for make prefetch / lock)")
+    a = ap.parse_args(argv)
+    cfg = load_layered(a.configfiles)
+    down = downstream_rms(cfg)
+    print(f"plan of {' + '.join(a.configfiles)}: {len(cfg['reward_models'])} reward models, {len(down)} downstream "
+          f"(BoN); PPO {method_rm_count(cfg, 'ppo')}, GRPO {method_rm_count(cfg, 'grpo')}")
+    if not a.no_jobs:
+        print_jobs(a.configfiles, a.directory)
+    print_cost(cfg)
+    print_power(cfg, a.sims)
+    print_unpinned(cfg)
+    if a.merged:
+        with open(a.merged, "w", encoding="utf-8") as fh:
+            yaml.safe_dump(cfg, fh, sort_keys=False)
+        print(f"wrote the layered config to {a.merged}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
