@@ -119,8 +119,8 @@ SKIP = [
     Skip(("demo", "replica"), "data.personalized.downstream.*", "the DAG writes these folders and split names: "
                                                                 "another value has no producer"),
     Skip(("demo", "replica"), "data.baselines.*.source", "the DAG writes the data there: no producer"),
-    Skip(("demo",), "data.baselines.*.kind", "the demo world writes RewardBench-schema baselines only "
-                                             "(check_config)"),
+    Skip(("demo",), "data.baselines.*.kind", "the demo world writes RewardBench- and RewardBench 2-schema "
+                                             "baselines only, each from its kind (check_config)"),
     Skip(("demo",), ("judge.max_new_tokens", "judge.retries", "judge.system_turn", "judge.aspect_format",
                                "judge.aggregate", "judge.failure"),
          "an LLM judge's setting: the offline MiniLM judge (judge.backend minilm) reads none of them "
