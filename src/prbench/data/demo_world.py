@@ -367,7 +367,8 @@ def demo_general_dirs(config: dict) -> dict[str, str]:
     """Baselines the demo world generates: those whose source lies under results/demo/ (each a
     RewardBench- or RewardBench 2-schema baseline: prbench.validation.check_config)."""
     baselines = config["data"].get("baselines") or {}  # a validated config always has the key
-    return {name: b["source"] for name, b in baselines.items() if b["source"].startswith(DEMO_PREFIX)}
+    return {name: baselines[name]["source"] for name in sorted(baselines)  # sorted: key order reruns nothing
+            if baselines[name]["source"].startswith(DEMO_PREFIX)}
 
 
 TOKEN_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
