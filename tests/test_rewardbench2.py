@@ -7,6 +7,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+from helpers import REPO
 
 from prbench.data.checks import DataError, DropLog
 from prbench.data.demo_bestof import rewardbench2_split
@@ -300,3 +301,49 @@ def test_stand_ins_in_the_hub_schema(rows):
 def test_demo_stand_in_is_seeded():
     assert rewardbench2_split("test", 6, 0) == rewardbench2_split("test", 6, 0)
     assert rewardbench2_split("test", 6, 0) != rewardbench2_split("test", 6, 1)
+
+
+# ---- everywhere the other baselines are -------------------------------------------------------
+def test_configs_name_rewardbench2_and_validate():
+    from prbench.scoring.one_rm import benchmarks
+    from prbench.validation import load_config
+
+    for path, source in (("config.yaml", "allenai/reward-bench-2"),
+                         ("configs/demo.yaml", "results/demo/raw/rewardbench2"),
+                         ("configs/replica.yaml", "results/replica/data/rewardbench2")):
+        cfg = load_config(str(REPO / path))
+        b = cfg["data"]["baselines"]["rewardbench2"]
+        assert (b["kind"], b["source"], b["split"], b["train_split"]) == ("rewardbench2", source, "test", None)
+        assert "rewardbench2" in benchmarks(cfg)  # make score (prbench.scoring.one_rm) scores it too
+        assert cfg["correlation"]["confirmatory"] is None  # the default family: every baseline per method
+
+
+def test_leaderboard_shows_the_official_score(tmp_path):
+    from prbench.scoring.leaderboard import benchmark_board
+
+    pairs = [{"pair_id": f"p{i}", "benchmark": "personalized", "subset": "S", "section": "S", "question_id": f"q{i}",
+              "question": "Q?", "profile": [], "chosen": "a" * (i + 2), "rejected": "b" * 3} for i in range(4)]
+    write_jsonl(tmp_path / "pers.jsonl", pairs)
+    rm = _coarse_rm(5)
+    for bench, path, kind in (("personalized", tmp_path / "pers.jsonl", None),
+                              ("rewardbench2", _bench(tmp_path, rewardbench2_split("test", 2, 0)), "rewardbench2")):
+        score_benchmark(path, {"name": "coarse"}, tmp_path / f"{bench}.p.jsonl", tmp_path / f"{bench}.a.json", bench,
+                        scoring={"bootstrap": 10}, rm=rm, bench_kind=kind)
+    tidy = accuracy_table([tmp_path / "personalized.a.json", tmp_path / "rewardbench2.a.json"], tmp_path / "acc.csv")
+    board = benchmark_board(tidy)
+    official = read_json(tmp_path / "rewardbench2.a.json")["official"]["overall"]["accuracy"]
+    assert board.loc[0, "rewardbench2"] == pytest.approx(official) and board.loc[0, "rewardbench2_score"] == "official"
+
+
+def test_default_family_holds_a_cell_per_method_against_each_baseline():
+    import pandas as pd
+
+    from prbench.analysis.comparison import confirmatory_mask
+
+    rows = [{"coefficient": c, "headline": h, "downstream": m, "benchmark_b": b, "policy": "p"}
+            for m in ("bon", "ppo", "grpo") for b in ("rewardbench", "rmbench", "rewardbench2")
+            for c, h in (("spearman", True), ("spearman", False), ("kendall_tau_b", True))]
+    table = pd.DataFrame(rows)
+    fam = table[confirmatory_mask(table, None)]
+    assert len(fam) == 9 and set(fam["benchmark_b"]) == {"rewardbench", "rmbench", "rewardbench2"}
+    assert (fam.groupby("downstream").size() == 3).all()
