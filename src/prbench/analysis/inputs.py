@@ -111,8 +111,10 @@ def _read_pairs(col: Collected, store: dict, official_rows: dict, rindex: dict, 
     if n == 0:
         raise ValueError(f"{path}: no pairs")
     if failures or ties:
-        col.notes.append(f"{rm} on {bench}: {ties} ties and {failures} scoring failures among {n} pairs "
-                         "(counted as wrong)")
+        items = "rule" in row  # best-of-n items (RewardBench 2): a shared top credits 1/k
+        how = ("items (RewardBench 2's rules: a top shared by k answers credits 1/k, a Ties tie and a failure "
+               "nothing)") if items else "pairs (counted as wrong)"
+        col.notes.append(f"{rm} on {bench}: {ties} ties and {failures} scoring failures among {n} {how}")
 
 
 def _official_scores(col: Collected, official_rows: dict, bench_kinds: dict) -> list[Score]:
