@@ -97,6 +97,9 @@ SKIP = [
                                        "replica configs (1 answer) edit it"),
     Skip(("replica", "paper"), "demo.*", "demo only: the demo world is not in this DAG"),
     Skip(("replica", "paper"), "demo_training.*", "demo only: the demo trainings are not in this DAG"),
+    Skip(("demo", "paper"), "data.baselines.rewardbench2.train_split", "a rewardbench2 baseline refuses a train "
+                                                                       "split: best-of-n items are no training pairs "
+                                                                       "(check_config)", label="value"),
     Skip(("replica",), "data.baselines.*.split", "replica_data writes fixed split names: no producer"),
     Skip(("replica",), "data.baselines.*.train_split", "replica_data writes fixed split names: no producer"),
     Skip(("paper",), "ppo.gradient_checkpointing", "off, PPO does not fit resources.gpu_mem_gb (the memory plan "
