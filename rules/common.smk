@@ -21,7 +21,7 @@ check_config(config)
 SEED = config["seed"]
 PROMPTS = config.get("prompts") or {}  # prompt template set + post format (prbench.prompts.configure)
 SUBSETS = config["data"]["personalized"]["subsets"]
-BASELINES = list(config["data"]["baselines"])
+BASELINES = sorted(config["data"]["baselines"])  # sorted: the config's key order reruns nothing (params carry it)
 BENCHMARKS = ["personalized"] + BASELINES
 RMS = list(config["reward_models"])  # RM families expanded into their members by check_config
 # RM families (prbench.rms.family, rules/family.smk): family -> member names; one job trains and scores each

@@ -156,13 +156,13 @@ def test_baseline_kinds_come_from_one_registry():
     schema = yaml.safe_load((REPO / "schemas/config.schema.yaml").read_text())
     kind = schema["properties"]["data"]["properties"]["baselines"]["additionalProperties"]["properties"]["kind"]
     assert "enum" not in kind, "the registry (prbench.data.baselines.KINDS) is the only list of baseline kinds"
-    assert set(baselines.KINDS) == {"rewardbench", "rmbench"}
+    assert set(baselines.KINDS) == {"rewardbench", "rmbench", "rewardbench2"}
     assert baselines.loader("rewardbench") is load_pairs
     assert baselines.official_components("rewardbench") is rewardbench_components
     cfg = _load("config.yaml")
     cfg["data"]["baselines"]["rewardbench"]["kind"] = "magic"
     with pytest.raises(ConfigError, match=r"data\.baselines\.rewardbench\.kind: unknown baseline kind 'magic' "
-                                          r"\(known: rewardbench, rmbench\)"):
+                                          r"\(known: rewardbench, rmbench, rewardbench2\)"):
         validate_config(cfg)
 
 
@@ -172,6 +172,9 @@ def _demo_mutations():
 
     def demo_rmbench(c):
         c["data"]["baselines"]["general"]["kind"] = "rmbench"
+
+    def rb2_train_split(c):  # best-of-n items are no training pairs
+        c["data"]["baselines"]["rewardbench2"]["train_split"] = "test"
 
     def heads_not_dividing(c):
         c["demo_training"]["policy"]["heads"] = 3
@@ -185,6 +188,7 @@ def _demo_mutations():
     return [
         (reserved_baseline, "config key data.baselines.personalized:"),
         (demo_rmbench, "config key data.baselines.general.kind:"),
+        (rb2_train_split, "config key data.baselines.rewardbench2.train_split:"),
         (heads_not_dividing, "config key demo_training.policy.heads:"),
         (heads_default_not_dividing, "config key demo_training.policy.heads:"),
         (trained_rm_not_classifier, "config key reward_models.pers_profile.kind:"),

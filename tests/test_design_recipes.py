@@ -59,7 +59,7 @@ def test_registries_hold_what_the_recipes_say():
     for kind in KINDS.values():  # "<module>:<Class>" under prbench.rms
         module, cls = kind.impl.split(":")
         assert hasattr(importlib.import_module(f"prbench.rms.{module}"), cls)
-    assert set(baselines.KINDS) == {"rewardbench", "rmbench"}
+    assert set(baselines.KINDS) == {"rewardbench", "rmbench", "rewardbench2"}
     for kind in baselines.KINDS:  # "<module>:<attr>" under prbench
         assert callable(baselines.loader(kind)) and callable(baselines.official_components(kind))
     assert TABLE_PATTERN == "results/downstream/{method}.csv"

@@ -19,7 +19,8 @@ ALLOWED = {
     "prbench.rms": (),
     "prbench.judge": (),
     "prbench.replica": (),
-    "prbench.scoring": ("prbench.data.baselines", "prbench.data.rewardbench", "prbench.rms"),
+    "prbench.scoring": ("prbench.data.baselines", "prbench.data.rewardbench", "prbench.data.rewardbench2",
+                        "prbench.rms"),
     "prbench.training": ("prbench.rms",),
     "prbench.downstream": ("prbench.data", "prbench.rms", "prbench.judge"),
     # the analysis reads the downstream contract (the package itself), never a method's code

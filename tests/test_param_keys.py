@@ -97,6 +97,9 @@ SKIP = [
                                        "replica configs (1 answer) edit it"),
     Skip(("replica", "paper"), "demo.*", "demo only: the demo world is not in this DAG"),
     Skip(("replica", "paper"), "demo_training.*", "demo only: the demo trainings are not in this DAG"),
+    Skip(("demo", "paper"), "data.baselines.rewardbench2.train_split", "a rewardbench2 baseline refuses a train "
+                                                                       "split: best-of-n items are no training pairs "
+                                                                       "(check_config)", label="value"),
     Skip(("replica",), "data.baselines.*.split", "replica_data writes fixed split names: no producer"),
     Skip(("replica",), "data.baselines.*.train_split", "replica_data writes fixed split names: no producer"),
     Skip(("paper",), "ppo.gradient_checkpointing", "off, PPO does not fit resources.gpu_mem_gb (the memory plan "
@@ -119,8 +122,8 @@ SKIP = [
     Skip(("demo", "replica"), "data.personalized.downstream.*", "the DAG writes these folders and split names: "
                                                                 "another value has no producer"),
     Skip(("demo", "replica"), "data.baselines.*.source", "the DAG writes the data there: no producer"),
-    Skip(("demo",), "data.baselines.*.kind", "the demo world writes RewardBench-schema baselines only "
-                                             "(check_config)"),
+    Skip(("demo",), "data.baselines.*.kind", "the demo world writes RewardBench- and RewardBench 2-schema "
+                                             "baselines only, each from its kind (check_config)"),
     Skip(("demo",), ("judge.max_new_tokens", "judge.retries", "judge.system_turn", "judge.aspect_format",
                                "judge.aggregate", "judge.failure"),
          "an LLM judge's setting: the offline MiniLM judge (judge.backend minilm) reads none of them "

@@ -209,7 +209,8 @@ def test_replica_config_mirrors_paper_config():
         assert src.startswith("results/replica/data/")
     assert {k: b["kind"] for k, b in rep["data"]["baselines"].items()} == \
         {k: b["kind"] for k, b in paper["data"]["baselines"].items()}
-    assert sorted(set(rdata.data_files("results/replica/data"))) == ["personalized", "rewardbench", "rmbench"]
+    assert sorted(set(rdata.data_files("results/replica/data"))) == ["personalized", "rewardbench", "rewardbench2",
+                                                                      "rmbench"]
 
 
 @pytest.mark.dag

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from .config import SCHEMA_PATH, ConfigError, entry_with_defaults, validate_schema, with_defaults
+from .data.baselines import ITEM_KINDS
 from .data.baselines import kind_info as baseline_kind
 from .data.demo_world import DEMO_PREFIX
 from .manifest import config_refs
@@ -45,6 +46,9 @@ def validate_config(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict
     return config
 
 
+DEMO_BASELINE_KINDS = ("rewardbench", "rewardbench2")  # the schemas prbench.data.demo_world writes
+
+
 def _check_sections(config: dict) -> None:
     """Cross-key checks within the data, demo and demo_training sections."""
     baselines = with_defaults(config["data"], "data")["baselines"]
@@ -52,9 +56,12 @@ def _check_sections(config: dict) -> None:
         raise ConfigError("config key data.baselines.personalized: the name 'personalized' is reserved")
     for name, b in baselines.items():
         _registered(baseline_kind, b["kind"], name)
-        if b["source"].startswith(DEMO_PREFIX) and b["kind"] != "rewardbench":
+        if b["source"].startswith(DEMO_PREFIX) and b["kind"] not in DEMO_BASELINE_KINDS:
             raise ConfigError(f"config key data.baselines.{name}.kind: the demo world only generates "
-                              f"RewardBench-schema baselines (got {b['kind']!r})")
+                              f"RewardBench- and RewardBench 2-schema baselines (got {b['kind']!r})")
+        if b["kind"] in ITEM_KINDS and b.get("train_split"):
+            raise ConfigError(f"config key data.baselines.{name}.train_split: a {b['kind']} baseline holds "
+                              "best-of-n items, not training pairs; use null")
     pol = with_defaults(config.get("demo_training"), "demo_training")["policy"]
     if pol["hidden_size"] % pol["heads"]:
         raise ConfigError(f"config key demo_training.policy.heads: {pol['heads']} must divide "

@@ -75,6 +75,9 @@ def collect(
     return col
 
 
+OFFICIAL_ITEM_FIELDS = ("pair_id", "scores", "num_correct", "ties_type")
+
+
 def _units(col: Collected, name: str) -> Units:
     if name not in col.units:
         col.units[name] = Units(name)
@@ -100,15 +103,18 @@ def _read_pairs(col: Collected, store: dict, official_rows: dict, rindex: dict, 
         n += 1
         if has_official(bench_kinds.get(bench)):
             official_rows.setdefault(bench, {}).setdefault(r, []).append(
-                {"question_id": str(row["question_id"]), "subset": str(row["subset"]), "credit": c})
+                {**{k: row[k] for k in OFFICIAL_ITEM_FIELDS if k in row},  # RewardBench 2's Ties rule reads them
+                 "question_id": str(row["question_id"]), "subset": str(row["subset"]), "credit": c})
         grp = row["subset"] if bench == PERSONALIZED else row["section"]
         _add(store, {"benchmark": bench, "level": "overall", "group": "overall"}, units.name, r, u, c)
         _add(store, {"benchmark": bench, "level": level2, "group": str(grp)}, units.name, r, u, c)
     if n == 0:
         raise ValueError(f"{path}: no pairs")
     if failures or ties:
-        col.notes.append(f"{rm} on {bench}: {ties} ties and {failures} scoring failures among {n} pairs "
-                         "(counted as wrong)")
+        items = "rule" in row  # best-of-n items (RewardBench 2): a shared top credits 1/k
+        how = ("items (RewardBench 2's rules: a top shared by k answers credits 1/k, a Ties tie and a failure "
+               "nothing)") if items else "pairs (counted as wrong)"
+        col.notes.append(f"{rm} on {bench}: {ties} ties and {failures} scoring failures among {n} {how}")
 
 
 def _official_scores(col: Collected, official_rows: dict, bench_kinds: dict) -> list[Score]:

@@ -23,9 +23,14 @@ class BaselineKind:
     official: str | None  # "module:function" under prbench: (rows, credit) -> components; None = no official score
 
 
+ITEM_KINDS = ("rewardbench2",)  # kinds whose canonical rows are best-of-n items (answer lists), not pairs
+
+
 KINDS: dict[str, BaselineKind] = {k.name: k for k in (
     BaselineKind("rewardbench", "data.rewardbench:load_pairs", "scoring.official:rewardbench_components"),
     BaselineKind("rmbench", "data.rmbench:load_pairs", "scoring.official:rmbench_components"),
+    # best-of-n items, not pairs (prbench.scoring.bestof): no train split (validation refuses one)
+    BaselineKind("rewardbench2", "data.rewardbench2:load_pairs", "scoring.official:rewardbench2_components"),
 )}
 
 

@@ -22,6 +22,8 @@ Construction (a fair miniature of the paper's):
 - The general baseline (RewardBench schema, real subset names) contrasts answers of different
   general quality - off-topic (relevance), vague (completeness), bad advice / wrong arithmetic
   (correctness), needless refusal - with no personal content in either answer.
+- A baseline of kind rewardbench2 gets best-of-4 items in RewardBench 2's schema from the same
+  vocabulary (prbench.data.demo_bestof).
 
 The words and templates themselves (dimensions, poles, sentence templates, tips, refusals) live
 in prbench.data.demo_vocab; this module only draws from them.
@@ -37,6 +39,7 @@ from pathlib import Path
 from ..config import with_defaults
 from ..io import write_jsonl
 from ..seeding import stable_seed
+from .demo_bestof import rewardbench2_split
 from .demo_vocab import (
     ASPECT_SENTENCES,
     BAD_TIPS,
@@ -328,6 +331,11 @@ def generate(config: dict, personalized_dir: str | Path, general_dirs: dict[str,
             summary[str(path)] = write_jsonl(path, rows)
     for name, folder in general_dirs.items():
         bcfg = data["baselines"][name]
+        if bcfg["kind"] == "rewardbench2":  # best-of-4 items (prbench.data.demo_bestof), test split only
+            path = Path(folder) / f"{bcfg['split']}.jsonl"
+            rows = rewardbench2_split(bcfg["split"], int(demo["rewardbench2_per_subset"]), seed, name)
+            summary[str(path)] = write_jsonl(path, rows)
+            continue
         gsizes = {bcfg["split"]: int(demo["general_test"])}
         if bcfg["train_split"]:
             gsizes[bcfg["train_split"]] = int(demo["general_train"])
@@ -357,9 +365,10 @@ DEMO_PREFIX = "results/demo/"
 
 def demo_general_dirs(config: dict) -> dict[str, str]:
     """Baselines the demo world generates: those whose source lies under results/demo/ (each a
-    RewardBench-schema baseline: prbench.validation.check_config)."""
+    RewardBench- or RewardBench 2-schema baseline: prbench.validation.check_config)."""
     baselines = config["data"].get("baselines") or {}  # a validated config always has the key
-    return {name: b["source"] for name, b in baselines.items() if b["source"].startswith(DEMO_PREFIX)}
+    return {name: baselines[name]["source"] for name in sorted(baselines)  # sorted: key order reruns nothing
+            if baselines[name]["source"].startswith(DEMO_PREFIX)}
 
 
 TOKEN_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")

@@ -38,29 +38,41 @@ from ..prompts import PairRequest, ScoreRequest
 from ..rms import load_reward_model
 from ..seeding import stable_seed
 from ..stats import bootstrap_ci
+from . import bestof
 from .official import official_stats, pair_credit
 
 log = logging.getLogger("prbench.scoring.benchmark")
 
 PAIR_FIELDS = {"pair_id": str, "subset": str, "section": str, "question_id": str, "question": str,
                "profile": list, "chosen": str, "rejected": str}
+ITEM_FIELDS = {**PAIR_FIELDS, "chosen": list, "rejected": list, "rule": str}  # best-of-n items (bestof.py)
 LEVELS = ("subset", "section")
 TABLE_COLUMNS = ["rm", "benchmark", "level", "group", "n", "correct", "ties", "failures", "accuracy",
                  "ci_low", "ci_high", "all_orders_right", "position_bias_a"]
 
 
+def is_item(row: dict) -> bool:
+    """A best-of-n item (answer lists and a `rule`, `prbench.scoring.bestof`) rather than a pair."""
+    return "rule" in row
+
+
 def load_pairs(path: str | Path) -> list[dict]:
-    """Canonical benchmark pairs; a missing or mistyped field raises naming file, line and field."""
+    """Canonical benchmark pairs, or best-of-n items (every row of the file one or the other); a
+    missing or mistyped field raises naming file, line and field."""
     rows, seen = [], set()
     for lineno, row in enumerate(iter_jsonl(path), 1):
-        for key, typ in PAIR_FIELDS.items():
+        fields = ITEM_FIELDS if is_item(row) else PAIR_FIELDS
+        if rows and is_item(row) != is_item(rows[0]):
+            raise ValueError(f"{path}: row {lineno}: pairs and best-of-n items mixed in one benchmark file")
+        for key, typ in fields.items():
             if key not in row:
                 raise ValueError(f"{path}: row {lineno}: missing field {key!r}")
             if not isinstance(row[key], typ):
                 raise ValueError(f"{path}: row {lineno}: field {key!r} must be {typ.__name__}, "
                                  f"got {type(row[key]).__name__}")
-        if not all(isinstance(p, str) for p in row["profile"]):
-            raise ValueError(f"{path}: row {lineno}: field 'profile' must be a list of strings")
+        for key in ("profile", "chosen", "rejected") if is_item(row) else ("profile",):
+            if not all(isinstance(p, str) for p in row[key]):
+                raise ValueError(f"{path}: row {lineno}: field {key!r} must be a list of strings")
         if row["pair_id"] in seen:
             raise ValueError(f"{path}: row {lineno}: duplicate pair_id {row['pair_id']!r}")
         seen.add(row["pair_id"])
@@ -81,8 +93,67 @@ def _num(x) -> float | None:
     return None if math.isnan(x) else x
 
 
+def score_items(rm, rows: Sequence[dict]) -> tuple[list[dict], dict]:
+    """Per-item results of best-of-n items (`prbench.scoring.bestof`): pointwise RMs score every
+    answer (identical (question, profile, answer) triples once); a pairwise judge compares every two
+    answers of an item (`bestof.round_robin`, one order each by the judge's own order rule), an
+    answer's score being its win rate. The item's rule then credits it from the scores."""
+    info: dict = {"items": len(rows), "responses": sum(len(r["chosen"]) + len(r["rejected"]) for r in rows)}
+    answers = [list(r["chosen"]) + list(r["rejected"]) for r in rows]
+    if getattr(rm, "pairwise", False):
+        reqs, groups, spans = [], [], []
+        for r, ans in zip(rows, answers):
+            start = len(reqs)
+            for i, j in bestof.round_robin(len(ans)):
+                reqs.append(PairRequest(r["question"], ans[i], ans[j], tuple(r["profile"]),
+                                        tuple(r.get("profile_categories", ()))))
+                groups.append(r["subset"])
+            spans.append((start, len(reqs)))
+        out = rm.compare(reqs, groups=groups)
+        prefs = np.asarray(out.prefs, dtype=float)
+        info["judge_calls"] = sum(len(d.get("raw", [])) for d in (out.details or []))
+        info["comparisons"] = len(reqs)
+        item_scores = [bestof.win_rates(len(ans), prefs[a:b]) for ans, (a, b) in zip(answers, spans)]
+        details = list(out.details or [{}] * len(reqs))
+        judge_failed = [sum(any(d.get("failed") or []) for d in details[a:b]) for a, b in spans]
+    else:
+        index: dict[tuple, int] = {}
+        reqs, slots = [], []
+        for r, ans in zip(rows, answers):
+            item_slots = []
+            for a in ans:
+                key = (r["question"], tuple(r["profile"]), a)
+                if key not in index:
+                    index[key] = len(reqs)
+                    reqs.append(ScoreRequest(r["question"], a, tuple(r["profile"]),
+                                             tuple(r.get("profile_categories", ()))))
+                item_slots.append(index[key])
+            slots.append(item_slots)
+        info["unique_responses"] = len(reqs)
+        out = rm.score(reqs)
+        scores = np.asarray(out.scores, dtype=float)
+        if scores.shape != (len(reqs),):
+            raise RuntimeError(f"RM {rm.name}: score() returned {scores.shape} scores for {len(reqs)} requests")
+        item_scores = [[float(scores[k]) for k in s] for s in slots]
+        judge_failed = [0] * len(rows)
+    results = []
+    for r, sc, jf in zip(rows, item_scores, judge_failed):
+        res = bestof.item_result(sc, len(r["chosen"]), r["rule"])
+        extra = {k: r[k] for k in ("ties_type", "ties_prompt") if k in r}
+        if getattr(rm, "pairwise", False):
+            # an unparseable comparison is a failure even when a rule predicted for it (predict_a)
+            extra["judge_failures"] = int(jf)
+            res["failure"] = res["failure"] or jf > 0
+        results.append({"pair_id": r["pair_id"], "question_id": r["question_id"], "subset": r["subset"],
+                        "section": r["section"], **res, **extra})
+    return results, info
+
+
 def score_pairs(rm, rows: Sequence[dict]) -> tuple[list[dict], dict]:
-    """Per-pair results (the `.pairs.jsonl` rows) and counts of what was scored."""
+    """Per-pair results (the `.pairs.jsonl` rows) and counts of what was scored (best-of-n items:
+    `score_items`)."""
+    if rows and is_item(rows[0]):
+        return score_items(rm, rows)
     info: dict = {"pairs": len(rows)}
     extra: list[dict] = [{} for _ in rows]
     if getattr(rm, "pairwise", False):

@@ -6,9 +6,10 @@ import logging
 from typing import Mapping
 
 from ..io import read_jsonl
+from ..prompts import ScoreRequest
 from ..rms.family import family_pool, pair_requests, train_member
 from ..rms.frozen_head import FrozenHeadRM, HeadFeatures, sentences
-from .benchmark import load_pairs, score_benchmark
+from .benchmark import is_item, load_pairs, score_benchmark
 
 log = logging.getLogger("prbench.scoring.family")
 
@@ -21,8 +22,12 @@ def train_and_score_family(specs: Mapping[str, dict], train_paths: Mapping[str, 
     sources = family_pool({src: read_jsonl(p) for src, p in train_paths.items()}, specs, seed)
     # one embedding pass over every training and benchmark text
     all_rows = [r for rows in sources.values() for r in rows]
-    all_rows += [r for b in benches.values() for r in load_pairs(b["path"])]
+    bench_rows = [r for b in benches.values() for r in load_pairs(b["path"])]
+    all_rows += [r for r in bench_rows if not is_item(r)]
     ch, rj = pair_requests(all_rows)
+    # best-of-n items (RewardBench 2): every answer of the item
+    ch += [ScoreRequest(r["question"], a, tuple(r["profile"])) for r in bench_rows if is_item(r)
+           for a in [*r["chosen"], *r["rejected"]]]
     posts = max([int(s["profile_posts"]) for s in specs.values()] + [0])
     features.embed([t for req in ch + rj for t in (req.question, *sentences(req.answer), *req.profile[:posts])])
     out: dict = {}
