@@ -174,7 +174,8 @@ def _demo_mutations():
         c["data"]["baselines"]["general"]["kind"] = "rmbench"
 
     def rb2_train_split(c):  # best-of-n items are no training pairs
-        c["data"]["baselines"]["rewardbench2"]["train_split"] = "test"
+        c["data"]["baselines"]["rewardbench2"] = {"kind": "rewardbench2", "source": "results/demo/raw/rewardbench2",
+                                                  "split": "test", "train_split": "test"}
 
     def heads_not_dividing(c):
         c["demo_training"]["policy"]["heads"] = 3

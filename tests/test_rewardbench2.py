@@ -2,8 +2,10 @@
 Ties), pairwise judges by round robin, the stand-ins, and the official score of saved scores
 against an independent implementation of reward-bench's v2 rules written here (and against
 reward-bench's own functions where the package is importable offline)."""
+import json
 import random
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -309,7 +311,6 @@ def test_configs_name_rewardbench2_and_validate():
     from prbench.validation import load_config
 
     for path, source in (("config.yaml", "allenai/reward-bench-2"),
-                         ("configs/demo.yaml", "results/demo/raw/rewardbench2"),
                          ("configs/replica.yaml", "results/replica/data/rewardbench2")):
         cfg = load_config(str(REPO / path))
         b = cfg["data"]["baselines"]["rewardbench2"]
@@ -347,3 +348,24 @@ def test_default_family_holds_a_cell_per_method_against_each_baseline():
     fam = table[confirmatory_mask(table, None)]
     assert len(fam) == 9 and set(fam["benchmark_b"]) == {"rewardbench", "rmbench", "rewardbench2"}
     assert (fam.groupby("downstream").size() == 3).all()
+
+
+def test_demo_world_writes_the_stand_in_when_a_demo_config_names_it(tmp_path):
+    """configs/demo.yaml does not name RewardBench 2 yet; a demo config that does gets its stand-in from rule
+    demo_world (prbench.data.demo_world.generate), in the hub schema, beside the general baseline."""
+    import copy
+
+    from prbench.data.demo_world import demo_general_dirs, generate
+    from prbench.validation import load_config
+
+    cfg = copy.deepcopy(load_config(str(REPO / "configs/demo.yaml")))
+    assert all(b["kind"] != "rewardbench2" for b in cfg["data"]["baselines"].values())
+    cfg["demo"].update(train_per_subset=4, test_per_subset=4, general_train=4, general_test=4, users_per_subset=4,
+                       rewardbench2_per_subset=2)
+    cfg["data"]["baselines"]["rewardbench2"] = {"kind": "rewardbench2", "source": "results/demo/raw/rewardbench2",
+                                                "split": "test", "train_split": None, "revision": None}
+    dirs = {k: tmp_path / Path(v).relative_to("results") for k, v in demo_general_dirs(cfg).items()}
+    generate(cfg, tmp_path / "personalized", dirs)
+    rows = [json.loads(line) for line in (dirs["rewardbench2"] / "test.jsonl").read_text().splitlines()]
+    assert rows == rewardbench2_split("test", 2, cfg["seed"], "rewardbench2")
+    assert (dirs["general"] / f"{cfg['data']['baselines']['general']['split']}.jsonl").is_file()
