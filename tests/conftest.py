@@ -66,5 +66,6 @@ if LoadScopeScheduling is not None:
         def _split_scope(self, nodeid: str) -> str:
             return unit_of_work(nodeid)
 
+    @pytest.hookimpl(optionalhook=True)  # `-p no:xdist` (one process) leaves the hook unknown: not an error
     def pytest_xdist_make_scheduler(config, log):
         return ModuleScheduling(config, log)
