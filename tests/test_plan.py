@@ -6,7 +6,7 @@ from helpers import REPO, dry_run
 
 from prbench import plan
 from prbench.analysis import power
-from prbench.config import ConfigError
+from prbench.config import ConfigError, entry_with_defaults
 from prbench.plan.report import main
 
 STUDY = [REPO / "config.yaml", REPO / "configs" / "study.yaml"]
@@ -45,9 +45,9 @@ def test_the_study_has_32_rms_ppo_by_its_rule_and_can_decide(capsys):
 def test_the_power_is_power_rows_at_the_stated_assumptions():
     cfg = plan.load_layered(STUDY)
     cells, rows = plan.family_power(cfg, n_sims=100, seed=3)
-    assert [c["n"] for c in cells] == [33, 33, 15, 15, 15, 15]  # bon, ppo, grpo x the two baselines
+    assert [c["n"] for c in cells] == [33] * 3 + [15] * 6  # bon, ppo, grpo x the three baselines
     direct = power.power_rows([{"center": c, "rho_ab": 0.5, "n": n, "diff": float("nan"), "var_meas": 0.0}
-                               for c, n in [(0.257, 33)] * 2 + [(0.371, 15)] * 4], 100, 0.05, 3, None)
+                               for c, n in [(0.257, 33)] * 3 + [(0.371, 15)] * 6], 100, 0.05, 3, None)
     assert pd.DataFrame(rows).equals(pd.DataFrame(direct))  # NaN where NaN, every other value equal
 
 
@@ -68,5 +68,5 @@ def test_the_rule_takes_each_organisations_extremes():
            "d": {"kind": "classifier", "path": "org2/d", "params_b": 3, "downstream": False},
            "e": {"kind": "classifier", "path": "org2/e", "params_b": 3}}
     cfg = plan.load_layered([REPO / "config.yaml"])
-    cfg["reward_models"] = rms
+    cfg["reward_models"] = {k: entry_with_defaults(v, "reward_models.*") for k, v in rms.items()}  # as validated
     assert plan.extremes_by_org(cfg) == ["a", "b", "e"]

@@ -37,9 +37,11 @@ def test_every_table_and_figure(run):
         assert (run / "results/replica/models" / name / "config.json").exists(), name
     acc = pd.read_csv(run / "results/tables/benchmark_accuracy.csv")
     assert set(acc["rm"]) == rms
-    assert set(acc["benchmark"]) == {"personalized", "rewardbench", "rmbench"}
+    assert set(acc["benchmark"]) == {"personalized", "rewardbench", "rmbench", "rewardbench2"}
     overall = acc[acc["level"] == "overall"]
-    assert len(overall) == 3 * len(rms)
+    assert len(overall) == 4 * len(rms)
+    rb2 = acc[(acc["benchmark"] == "rewardbench2") & (acc["level"] == "official")]
+    assert set(rb2["rm"]) == rms  # RewardBench 2's official score (the mean of its six subsets) per RM
     # classifier RMs score every pair; random generative RMs fail to parse, and that is counted
     for rm, entry in cfg["reward_models"].items():
         rows = overall[overall["rm"] == rm]

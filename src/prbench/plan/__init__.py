@@ -88,7 +88,7 @@ def extremes_by_org(cfg: dict) -> list[str]:
     runs fit (`trains`), per hub organisation the one with the smallest params_b and the one with the
     largest (one when they coincide; ties: the first in order); the chosen names in config order."""
     down = [(n, e) for n, e in cfg["reward_models"].items()
-            if e.get("downstream", True) and e.get("path") and trains(cfg, n)]
+            if e["downstream"] and e.get("path") and trains(cfg, n)]
     chosen = set()
     for org in dict.fromkeys(hub_org(e["path"]) for _, e in down):
         members = [(float(e.get("params_b") or 0.0), i, n) for i, (n, e) in enumerate(down)
@@ -134,7 +134,7 @@ def job_counts(paths, directory: str | None = None, timeout: float = 600) -> dic
 # ---- the confirmatory family and its power -------------------------------------------------------
 
 def downstream_rms(cfg: dict) -> list[str]:
-    return [n for n, e in cfg["reward_models"].items() if e.get("downstream", True)]
+    return [n for n, e in cfg["reward_models"].items() if e["downstream"]]
 
 
 def method_rm_count(cfg: dict, method: str) -> int:
@@ -174,7 +174,7 @@ def family_power(cfg: dict, n_sims: int | None = None, seed: int | None = None) 
     if not cells:
         return cells, []
     rows = power.power_rows(power_inputs(cells), int(n_sims or corr.get("power_simulations") or 1000),
-                            float(corr.get("fdr", 0.05)), int(cfg["seed"] if seed is None else seed),
+                            float(corr["fdr"]), int(cfg["seed"] if seed is None else seed),
                             corr.get("min_rms"))
     return cells, rows
 

@@ -87,7 +87,7 @@ def size_class(params_b) -> str:
 
 def baseline_pairs(cfg: dict) -> int:
     """Pairs of every configured baseline: the published size of its kind, else BASELINE_PAIRS_UNKNOWN."""
-    return sum(BASELINE_PAIRS.get(b.get("kind", name), BASELINE_PAIRS_UNKNOWN)
+    return sum(BASELINE_PAIRS.get(b["kind"], BASELINE_PAIRS_UNKNOWN)
                for name, b in (cfg["data"].get("baselines") or {}).items())
 
 
@@ -158,7 +158,7 @@ def _ppo_rows(rows: _Rows, cfg: dict, q_test: int, down: dict, train_q: dict) ->
     ppo = entry_with_defaults(cfg["ppo"], "ppo")
     seeds = count(cfg["ppo"], "seeds")
     groups = [[s] for s in subsets] if cfg["ppo"].get("per_subset") else [subsets]
-    if not ppo.get("enabled", True):
+    if not ppo["enabled"]:
         return 0
     pol_name = next(iter(cfg["policies"]))
     answers = 0
@@ -177,7 +177,7 @@ def _ppo_rows(rows: _Rows, cfg: dict, q_test: int, down: dict, train_q: dict) ->
 
 def _grpo_rows(rows: _Rows, cfg: dict, q_test: int, down: dict, train_q: dict) -> int:
     grpo_cfg = cfg.get("grpo")
-    if not (grpo_cfg and grpo_cfg.get("enabled", True)):
+    if not (grpo_cfg and grpo_cfg["enabled"]):
         return 0
     subsets = cfg["data"]["personalized"]["subsets"]
     seeds = count(grpo_cfg, "seeds")
@@ -200,7 +200,7 @@ def stages(cfg: dict, train_q: dict) -> list[dict]:
     if missing:
         raise SystemExit(f"config data.personalized.subsets: no known size for {missing} (prbench.plan.cost)")
     q_test = sum(TEST_QUESTIONS[s] for s in subsets)
-    down = {n: e for n, e in cfg["reward_models"].items() if e.get("downstream", True)}
+    down = {n: e for n, e in cfg["reward_models"].items() if e["downstream"]}
     judge = cfg["judge"]
     judge_gpus = 2 if float(judge.get("params_b") or 32) > 30 else 1
     judge_step = u("decode_32b_s") if judge_gpus == 2 else u("decode_7b_s")

@@ -49,7 +49,7 @@ def print_power(cfg: dict, n_sims: int | None) -> bool:
     sims = rows[0]["n_sims"] if rows else 0
     print(f"3. power of the confirmatory family ({len(cells)} cells) under the verdict rule "
           f"(prbench.analysis.power.power_rows, {sims} simulations a point, 80% power, BH at q = "
-          f"{(cfg.get('correlation') or {}).get('fdr', 0.05)}); planning assumptions (no run yet):")
+          f"{cfg['correlation']['fdr']}); planning assumptions (no run yet):")
     for m, (v, src) in ASSUMPTIONS["center"].items():
         print(f"   centre {m}: {v} ({src})")
     for key in ("rho_ab", "var_meas"):
