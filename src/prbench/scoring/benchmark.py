@@ -93,6 +93,29 @@ def _num(x) -> float | None:
     return None if math.isnan(x) else x
 
 
+def _score_unique(rm, rows: Sequence[dict], answers: Sequence[Sequence[str]]):
+    """A pointwise RM's scores of each row's answers, identical (question, profile, answer) triples
+    scored once: (scores of the unique requests, per row the indices of its answers' scores, the
+    score output)."""
+    index: dict[tuple, int] = {}
+    reqs: list[ScoreRequest] = []
+    slots = []
+    for r, ans in zip(rows, answers):
+        row_slots = []
+        for a in ans:
+            key = (r["question"], tuple(r["profile"]), a)
+            if key not in index:
+                index[key] = len(reqs)
+                reqs.append(ScoreRequest(r["question"], a, tuple(r["profile"]), tuple(r.get("profile_categories", ()))))
+            row_slots.append(index[key])
+        slots.append(row_slots)
+    out = rm.score(reqs)
+    scores = np.asarray(out.scores, dtype=float)
+    if scores.shape != (len(reqs),):
+        raise RuntimeError(f"RM {rm.name}: score() returned {scores.shape} scores for {len(reqs)} requests")
+    return scores, slots, out
+
+
 def score_items(rm, rows: Sequence[dict]) -> tuple[list[dict], dict]:
     """Per-item results of best-of-n items (`prbench.scoring.bestof`): pointwise RMs score every
     answer (identical (question, profile, answer) triples once); a pairwise judge compares every two
@@ -117,23 +140,8 @@ def score_items(rm, rows: Sequence[dict]) -> tuple[list[dict], dict]:
         details = list(out.details or [{}] * len(reqs))
         judge_failed = [sum(any(d.get("failed") or []) for d in details[a:b]) for a, b in spans]
     else:
-        index: dict[tuple, int] = {}
-        reqs, slots = [], []
-        for r, ans in zip(rows, answers):
-            item_slots = []
-            for a in ans:
-                key = (r["question"], tuple(r["profile"]), a)
-                if key not in index:
-                    index[key] = len(reqs)
-                    reqs.append(ScoreRequest(r["question"], a, tuple(r["profile"]),
-                                             tuple(r.get("profile_categories", ()))))
-                item_slots.append(index[key])
-            slots.append(item_slots)
-        info["unique_responses"] = len(reqs)
-        out = rm.score(reqs)
-        scores = np.asarray(out.scores, dtype=float)
-        if scores.shape != (len(reqs),):
-            raise RuntimeError(f"RM {rm.name}: score() returned {scores.shape} scores for {len(reqs)} requests")
+        scores, slots, _ = _score_unique(rm, rows, answers)
+        info["unique_responses"] = len(scores)
         item_scores = [[float(scores[k]) for k in s] for s in slots]
         judge_failed = [0] * len(rows)
     results = []
@@ -167,25 +175,9 @@ def score_pairs(rm, rows: Sequence[dict]) -> tuple[list[dict], dict]:
                 e["judge"] = d
         info["judge_calls"] = sum(len(d.get("raw", [])) for d in (out.details or []))
     else:
-        index: dict[tuple, int] = {}
-        reqs: list[ScoreRequest] = []
-        slots = []
-        for r in rows:
-            pair_slots = []
-            for ans in (r["chosen"], r["rejected"]):
-                key = (r["question"], tuple(r["profile"]), ans)
-                if key not in index:
-                    index[key] = len(reqs)
-                    reqs.append(ScoreRequest(r["question"], ans, tuple(r["profile"]),
-                                             tuple(r.get("profile_categories", ()))))
-                pair_slots.append(index[key])
-            slots.append(pair_slots)
+        scores, slots, out = _score_unique(rm, rows, [(r["chosen"], r["rejected"]) for r in rows])
         info["responses"] = 2 * len(rows)
-        info["unique_responses"] = len(reqs)
-        out = rm.score(reqs)
-        scores = np.asarray(out.scores, dtype=float)
-        if scores.shape != (len(reqs),):
-            raise RuntimeError(f"RM {rm.name}: score() returned {scores.shape} scores for {len(reqs)} requests")
+        info["unique_responses"] = len(scores)
         sc = np.asarray([scores[a] for a, _ in slots])
         sr = np.asarray([scores[b] for _, b in slots])
         prefs = np.asarray([_pref(c, r) for c, r in zip(sc, sr)])
