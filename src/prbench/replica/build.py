@@ -19,7 +19,7 @@ import logging
 from pathlib import Path
 
 from ..config import entry_with_defaults
-from . import rms
+from . import families, rms
 from .data import tokenizer_corpus
 
 log = logging.getLogger("prbench.replica")
@@ -182,12 +182,15 @@ def build_replica(builder: str, out_dir: str | Path, seed: int = 0, **options) -
         _rm_builder("build_internlm2_reward_replica")(out, seed=seed, **options)
     elif builder == "armorm":
         _rm_builder("build_armorm_replica")(out, seed=seed, **options)
+    elif builder in FAMILY_BUILDERS:  # the study's other families (prbench.replica.families)
+        getattr(families, FAMILY_BUILDERS[builder])(out, seed=seed, **options)
     else:
-        raise ValueError(f"unknown replica builder {builder!r} (qwen2_chat | contriever | seqcls | "
-                         "internlm2_reward | armorm)")
+        raise ValueError(f"unknown replica builder {builder!r} ({' | '.join(BUILDERS)})")
     with open(out / "replica.json", "w") as fh:
         json.dump({"builder": builder, "seed": seed, "options": options}, fh, indent=1, sort_keys=True)
     return out
 
 
-BUILDERS = ("qwen2_chat", "contriever", "seqcls", "internlm2_reward", "armorm")
+FAMILY_BUILDERS = {"gemma_seqcls": "build_gemma_seqcls_replica", "deberta_seqcls": "build_deberta_seqcls_replica",
+                   "llama3_chat": "build_llama3_chat"}
+BUILDERS = ("qwen2_chat", "contriever", "seqcls", "internlm2_reward", "armorm", *FAMILY_BUILDERS)

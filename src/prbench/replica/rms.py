@@ -6,6 +6,10 @@
 - `build_seqcls_replica(out, "qwen3")`
   - stands in for: Skywork/Skywork-Reward-V2-Qwen3-4B
   - interface: Qwen3ForSequenceClassification, ChatML with Qwen3's think block
+- `build_seqcls_replica(out, "tulu3")`
+  - stands in for: allenai/Llama-3.1-Tulu-3-8B-RM and the RewardBench 2 RMs trained on Tulu data
+  - interface: LlamaForSequenceClassification, the Tulu turn format (`<|user|>` / `<|assistant|>` as
+    plain text, the answer closed by `<|end_of_text|>`), BOS added on encode, a `<pad>` token
 - `build_internlm2_reward_replica(out)`
   - stands in for: internlm/internlm2-7b-reward
   - interface: remote-code AutoModel, reward at `reward_token_id`, `get_score`
@@ -41,6 +45,16 @@ QWEN3_TEMPLATE = (
     "{{ m['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+# Tulu's turn format (written for this project): `<|role|>\n{text}\n` per turn, an assistant turn
+# closed by EOS (and a newline unless it is the last), no BOS in the template (the tokenizer adds it)
+TULU_TEMPLATE = (
+    "{% for m in messages %}"
+    "{% if m['role'] == 'assistant' %}<|assistant|>\n{{ m['content'] }}{{ eos_token }}"
+    "{% if not loop.last %}\n{% endif %}"
+    "{% else %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endif %}"
+    "{% if loop.last and add_generation_prompt %}<|assistant|>\n{% endif %}"
+    "{% endfor %}"
+)
 INTERNLM2_TEMPLATE = (
     "{{ bos_token }}{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -52,6 +66,9 @@ FAMILIES = {
                              "<|finetune_right_pad_id|>"],
                    bos="<|begin_of_text|>", eos="<|eot_id|>", pad="<|finetune_right_pad_id|>",
                    template=LLAMA3_TEMPLATE),
+    "tulu3": dict(specials=["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
+                            "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<pad>"],
+                  bos="<|begin_of_text|>", eos="<|end_of_text|>", pad="<pad>", template=TULU_TEMPLATE),
     "qwen2": dict(specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>"], bos=None, eos="<|im_end|>",
                   pad="<|endoftext|>", template=CHATML_TEMPLATE),
     "qwen3": dict(specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"], bos=None,
@@ -134,14 +151,14 @@ def build_seqcls_replica(out_dir, family: str = "llama3", seed: int = 0, hidden:
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096, num_labels=num_labels,
                   eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
     torch.manual_seed(seed)
-    if family == "llama3":
+    if family in ("llama3", "tulu3"):
         model = LlamaForSequenceClassification(_llama_config(tok, hidden, layers, num_labels=num_labels))
     elif family == "qwen3":
         model = Qwen3ForSequenceClassification(Qwen3Config(head_dim=hidden // 4, **common))
     elif family == "qwen2":
         model = Qwen2ForSequenceClassification(Qwen2Config(**common))
     else:
-        raise ValueError(f"unknown family {family!r} (llama3, qwen2, qwen3)")
+        raise ValueError(f"unknown family {family!r} (llama3, tulu3, qwen2, qwen3)")
     with torch.no_grad():
         model.score.weight.normal_(0, 1.0)
     model.save_pretrained(out)
