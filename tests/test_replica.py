@@ -163,13 +163,21 @@ def test_replica_config_mirrors_paper_config():
     """Same RM names, kinds and options as config.yaml; every hub id replaced by a replica folder
     that the config's replica section builds."""
     paper = yaml.safe_load((REPO / "config.yaml").read_text())
+    study = yaml.safe_load((REPO / "configs" / "study.yaml").read_text())["reward_models"]
     rep = yaml.safe_load(CONFIG.read_text())
-    assert list(rep["reward_models"]) == list(paper["reward_models"])
+    # config.yaml's RMs, then configs/study.yaml entries of other families, benchmark-only
+    extra = list(rep["reward_models"])[len(paper["reward_models"]):]
+    assert list(rep["reward_models"])[:len(paper["reward_models"])] == list(paper["reward_models"])
+    assert extra and set(extra) <= set(study)
     models = rep["replica"]["models"]
-    for name, entry in paper["reward_models"].items():
-        r = rep["reward_models"][name]
-        # max_new_tokens: a replica size (random models write no verdict); revision: a hub pin (a folder has none)
-        size_keys = ("path", "max_new_tokens", "revision")
+    for name in rep["reward_models"]:
+        entry, r = (paper["reward_models"] if name in paper["reward_models"] else study)[name], rep["reward_models"][name]
+        # max_new_tokens: a replica size (random models write no verdict); revision: a hub pin (a folder has
+        # none); use_safetensors: false only for the hub's pickle weights (the replicas are safetensors)
+        size_keys = ("path", "max_new_tokens", "revision", "use_safetensors")
+        if name in extra:
+            assert r["downstream"] is False, name
+            r = {k: v for k, v in r.items() if k != "downstream"}
         assert {k: v for k, v in r.items() if k not in size_keys} == \
             {k: v for k, v in entry.items() if k not in size_keys}, name
         folder = r["path"].removeprefix("results/replica/models/")
@@ -202,7 +210,7 @@ def test_replica_config_mirrors_paper_config():
     for key in ("order_seed", "order_rule", "pairwise_parse", "pairwise_failure", "add_special_tokens",
                 "truncation"):
         assert rep["scoring"][key] == paper["scoring"][key], key
-    assert {n: e.get("both_orders") for n, e in rep["reward_models"].items()} == \
+    assert {n: rep["reward_models"][n].get("both_orders") for n in paper["reward_models"]} == \
         {n: e.get("both_orders") for n, e in paper["reward_models"].items()}
     for src in [rep["data"]["personalized"]["source"], rep["data"]["personalized"]["downstream"]["source"]] + \
             [b["source"] for b in rep["data"]["baselines"].values()]:

@@ -1,7 +1,8 @@
 """The paper DAG on replicas: `snakemake --cores 2 --configfile configs/replica.yaml`
 from an empty directory builds every replica (models and data) and runs data preparation, scoring of
-all seven RMs of config.yaml, BoN, PPO, correlations and figures offline; the benchmark tables cover every
-RM, the downstream tables the five that take part downstream.
+all seven RMs of config.yaml and three configs/study.yaml RMs of other families (Gemma 2 and DeBERTa-v3
+classifiers, a Llama-3.x Instruct pairwise judge) on the four benchmarks, BoN, PPO, correlations and figures
+offline; the benchmark tables cover every RM, the downstream tables the five that take part downstream.
 Random weights: the numbers mean nothing, but unparseable generative replies must be counted."""
 import json
 import re
@@ -32,7 +33,10 @@ def run(tmp_path_factory):
 def test_every_table_and_figure(run):
     run, cfg = run
     rms = set(cfg["reward_models"])
-    assert len(rms) == 7  # config.yaml's seven RMs, incl. internlm2_7b_reward and armorm_llama3_8b
+    paper = yaml.safe_load((REPO / "config.yaml").read_text())["reward_models"]
+    assert set(paper) < rms  # config.yaml's seven RMs, incl. internlm2_7b_reward and armorm_llama3_8b
+    study_only = rms - set(paper)  # benchmark-only study entries of the other families
+    assert study_only == {"skywork_v02_gemma27b", "oasst_deberta_v3_large_v2", "llama31_8b_pairwise"}
     for name in cfg["replica"]["models"]:
         assert (run / "results/replica/models" / name / "config.json").exists(), name
     acc = pd.read_csv(run / "results/tables/benchmark_accuracy.csv")
@@ -48,6 +52,13 @@ def test_every_table_and_figure(run):
         if entry["kind"] == "classifier":
             assert (rows["failures"] == 0).all(), rm
         assert (rows["n"] > 0).all(), rm
+    # each study family was scored through its own interface on every benchmark
+    for bench in ("personalized", "rewardbench", "rmbench", "rewardbench2"):
+        diag = {rm: json.loads((run / f"results/scores/{rm}/{bench}.accuracy.json").read_text())["diagnostics"]
+                for rm in study_only}
+        assert diag["oasst_deberta_v3_large_v2"]["input_format"] == "text_pair", bench
+        assert diag["skywork_v02_gemma27b"]["input_format"] == "chat_template", bench
+        assert diag["llama31_8b_pairwise"]["kind"] == "generative_pairwise", bench
     rb = acc[(acc["benchmark"] == "rewardbench") & (acc["level"] == "section")]
     assert {"chat", "chat_hard", "safety", "reasoning"} <= set(rb["group"])
     rmb = acc[(acc["benchmark"] == "rmbench") & (acc["level"] == "section")]
@@ -58,7 +69,7 @@ def test_every_table_and_figure(run):
     # one downstream run per distinct downstream reward (prbench.validation): under reward.profile always
     # the _profile Skywork is skywork_v2_llama8b's reward, under reward.generative pointwise the pointwise
     # Qwen is qwen25_7b_pairwise's; both stay on the benchmarks
-    assert rms - down == {"skywork_v2_llama8b_profile", "qwen25_7b_pointwise"} and len(down) == 5
+    assert rms - down == {"skywork_v2_llama8b_profile", "qwen25_7b_pointwise"} | study_only and len(down) == 5
     bon = pd.read_csv(run / "results/tables/bon.csv")
     assert down <= set(bon["rm"]) and not (rms - down) & set(bon["rm"]) and set(bon["k"]) == set(cfg["bon"]["ks"])
     ppo = pd.read_csv(run / "results/tables/ppo.csv")
