@@ -300,10 +300,24 @@ def check_plan(p: Plan) -> Plan:
     return p
 
 
+REPLICA_MODEL_DIR = "results/replica/models"  # rules/common.smk: the folders rules/replica.smk builds
+
+
+def planned_ref(config: dict, ref: str) -> str:
+    """The model a plan is made for: a replica folder the DAG has not built yet (config `replica`,
+    rules/replica.smk) has no config.json at parse time, so it is planned as the hub model it stands
+    in for (`replica.models.<name>.replicates`); once built, its own config.json is read."""
+    p = Path(ref)
+    if (p / "config.json").is_file() or p.parent.as_posix() != REPLICA_MODEL_DIR:
+        return ref
+    spec = ((config.get("replica") or {}).get("models") or {}).get(p.name) or {}
+    return str(spec.get("replicates") or ref)
+
+
 def shapes_for_config(config: dict, policy: str, rm: str) -> tuple[ModelShape, ModelShape | None]:
     pol = config["policies"][policy]
     entry = config["reward_models"][rm]
-    pol_ref = f"results/models/policy/{policy}" if pol.get("train") else pol["path"]
+    pol_ref = f"results/models/policy/{policy}" if pol.get("train") else planned_ref(config, pol["path"])
     pshape = model_shape(pol_ref, pol.get("params_b"))
     if entry.get("kind") == "length":
         return pshape, None
@@ -312,7 +326,7 @@ def shapes_for_config(config: dict, policy: str, rm: str) -> tuple[ModelShape, M
     elif "from_policy" in entry:
         ref = config["policies"][entry["from_policy"]]["path"]
     else:
-        ref = entry["path"]
+        ref = planned_ref(config, entry["path"])
     try:
         rshape = model_shape(ref, entry.get("params_b"))
     except ValueError:
