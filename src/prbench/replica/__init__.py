@@ -9,6 +9,9 @@ that every entry of config.yaml loads and scores as its model card intends, and
 - `build`: non-RM models (Qwen2.5-Instruct policy / generative RMs / judge, Contriever retriever)
   and the dispatcher `build_replica(builder, out_dir, seed, **options)` used by the Snakemake rule;
 - `data`: the three benchmarks' small hand-made data in their hub schemas, as local folders;
-- `rms`: reward-model replicas (sequence classifiers, InternLM2-reward, ArmoRM) and their
-  `remote_code/`.
+- `rms`: reward-model replicas (Llama-3 / Tulu / Qwen2 / Qwen3 sequence classifiers, InternLM2-reward,
+  ArmoRM) and their `remote_code/`;
+- `families`: the study's other families (configs/study.yaml): Gemma and Gemma 2 sequence
+  classifiers, the DeBERTa-v3 text-pair classifier, Llama-3.x Instruct chat models as generative RMs.
+  `configs/replica_study.yaml` maps every study model to a replica of its family.
 """

@@ -9,6 +9,9 @@
 - `contriever`: `facebook/contriever-msmarco` (`BertModel`, WordPiece uncased tokenizer with
   [PAD]/[UNK]/[CLS]/[SEP]/[MASK], mean pooling done by prbench.data.retrieval).
 
+`build_replica` also dispatches the RM builders (prbench.replica.rms) and the study's other families
+(prbench.replica.families: `gemma_seqcls`, `deberta_seqcls`, `llama3_chat`).
+
 Weights are random (seeded) and saved as safetensors. Sizes are a few thousand parameters per
 layer: the point is the interfaces, not the quality.
 """
