@@ -171,7 +171,8 @@ def test_replica_config_mirrors_paper_config():
     assert extra and set(extra) <= set(study)
     models = rep["replica"]["models"]
     for name in rep["reward_models"]:
-        entry, r = (paper["reward_models"] if name in paper["reward_models"] else study)[name], rep["reward_models"][name]
+        entry = (paper["reward_models"] if name in paper["reward_models"] else study)[name]
+        r = rep["reward_models"][name]
         # max_new_tokens: a replica size (random models write no verdict); revision: a hub pin (a folder has
         # none); use_safetensors: false only for the hub's pickle weights (the replicas are safetensors)
         size_keys = ("path", "max_new_tokens", "revision", "use_safetensors")

@@ -103,9 +103,12 @@ def test_deberta_replica_scores_the_cards_text_pair(built):
 def test_tulu_replica(built):
     path = built["tulu3"]
     tok = _tok(path)
-    chat = [{"role": "system", "content": "S"}, {"role": "user", "content": "Q?"}, {"role": "assistant", "content": "A."}]
-    assert tok.apply_chat_template(chat, tokenize=False) == "<|system|>\nS\n<|user|>\nQ?\n<|assistant|>\nA.<|end_of_text|>"
-    assert tok.apply_chat_template(chat[1:2], tokenize=False, add_generation_prompt=True) == "<|user|>\nQ?\n<|assistant|>\n"
+    chat = [{"role": "system", "content": "S"}, {"role": "user", "content": "Q?"},
+            {"role": "assistant", "content": "A."}]
+    assert tok.apply_chat_template(chat, tokenize=False) == \
+        "<|system|>\nS\n<|user|>\nQ?\n<|assistant|>\nA.<|end_of_text|>"
+    assert tok.apply_chat_template(chat[1:2], tokenize=False, add_generation_prompt=True) == \
+        "<|user|>\nQ?\n<|assistant|>\n"
     assert tok.pad_token == "<pad>" and tok.eos_token == "<|end_of_text|>"
     rm = _rm(path, add_special_tokens=True)
     ids = rm.encode(REQS[:1])[0]["input_ids"]
@@ -152,7 +155,7 @@ def test_builders_in_schema_and_dispatch(tmp_path):
     models = schema["properties"]["replica"]["properties"]["models"]["additionalProperties"]
     assert set(models["properties"]["builder"]["enum"]) == set(BUILDERS)
     out = build_replica("gemma_seqcls", tmp_path / "g", seed=1, version="gemma")
-    assert json.loads((out / "replica.json").read_text()) == {"builder": "gemma_seqcls", "options": {"version": "gemma"},
-                                                              "seed": 1}
+    assert json.loads((out / "replica.json").read_text()) == \
+        {"builder": "gemma_seqcls", "options": {"version": "gemma"}, "seed": 1}
     with pytest.raises(ValueError, match="unknown version"):
         build_replica("gemma_seqcls", tmp_path / "x", version="gemma3")

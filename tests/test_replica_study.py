@@ -3,7 +3,6 @@ of the study points at a replica of its own hub model's family, and a dry run of
 them has the study's job counts per rule (prbench.plan.job_counts, what `make plan` prints) plus one
 replica_model job per replica."""
 import pytest
-import yaml
 from helpers import REPO
 
 from prbench.downstream.ppo.memory import REPLICA_MODEL_DIR, planned_ref
