@@ -68,6 +68,10 @@ def test_gemma_replicas(built, name, arch, model_type):
     assert ids[-2:] == [tok.convert_tokens_to_ids("<end_of_turn>"), tok.convert_tokens_to_ids("\n")]
     out = rm.score(REQS)
     assert out.failures == 0 and np.isfinite(out.scores).all() and out.scores[0] != out.scores[1]
+    # Gemma: prefix-cached scoring (rms/prefix.py) equals full sequences; Gemma 2 (sliding window) takes
+    # the full-sequence path
+    assert rm.diagnostics()["prefix_cache"] is (name == "gemma")
+    np.testing.assert_allclose(rm.score_full(rm.encode(REQS)), out.scores, atol=1e-4)
 
 
 def test_deberta_replica_scores_the_cards_text_pair(built):
@@ -115,7 +119,9 @@ def test_tulu_replica(built):
     assert ids[0] == tok.bos_token_id and ids.count(tok.bos_token_id) == 1  # the template has no BOS
     assert ids[-1] == tok.eos_token_id  # the score is read at the answer's EOS
     assert type(rm.model).__name__ == "LlamaForSequenceClassification"
-    assert np.isfinite(rm.score(REQS).scores).all()
+    scores = rm.score(REQS).scores
+    assert np.isfinite(scores).all() and rm.diagnostics()["prefix_cache"]
+    np.testing.assert_allclose(rm.score_full(rm.encode(REQS)), scores, atol=1e-4)
 
 
 def test_llama3_chat_replica_as_generative_rm(built):
