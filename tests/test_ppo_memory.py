@@ -155,7 +155,7 @@ def test_paper_config_fits_on_requested_gpus_and_refuses_one():
                                        ("configs/demo.yaml", {0})])
 def test_gpus_per_run_plans_every_run(name, gpus):
     """train_ppo's GPU count (rules/ppo.smk) for every (policy, RM) of the config: the plan's count on the
-    paper and replica configs (a replica not built yet is planned as the hub model it replicates:
+    paper and replica configs (a replica folder, built or not, is planned as the hub model it replicates:
     memory.planned_ref), 0 in the demo (CPU; its models are built inside the DAG)."""
     cfg = load_config(REPO / name)
     got = gpus_per_run(cfg, list(cfg["policies"]), list(cfg["reward_models"]))

@@ -83,6 +83,16 @@ def test_every_table_and_figure(run):
 
 
 
+def test_rerun_does_nothing(run):
+    """A second call with nothing changed runs nothing: the params the memory plans set (PPO's GPUs and
+    generation batch) do not change once the DAG has built the replicas (memory.planned_ref)."""
+    run, _ = run
+    proc = snakemake("--snakefile", SNAKEFILE, "--directory", run, "--configfile", CONFIG, "--cores", "2", "-n",
+                     env=snakemake_env(HF_HUB_OFFLINE="1", PYTHONHASHSEED="0"), timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "Nothing to be done" in out, out[-4000:]
+
+
 def test_llm_judge_path(run):
     """The transformers judge on the trained judge replica (replica.models.<judge>.judge_training):
     the cache records every unique judgement once with its unparseable-reply count (`failures`,

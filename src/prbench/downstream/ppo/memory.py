@@ -304,11 +304,13 @@ REPLICA_MODEL_DIR = "results/replica/models"  # rules/common.smk: the folders ru
 
 
 def planned_ref(config: dict, ref: str) -> str:
-    """The model a plan is made for: a replica folder the DAG has not built yet (config `replica`,
-    rules/replica.smk) has no config.json at parse time, so it is planned as the hub model it stands
-    in for (`replica.models.<name>.replicates`); once built, its own config.json is read."""
+    """The model a plan is made for: a replica folder (config `replica`, rules/replica.smk) is planned as
+    the hub model it stands in for (`replica.models.<name>.replicates`), built or not. So the plan, and
+    the params it sets (GPUs, generation batch), are the same before the DAG builds the replica and after:
+    a rerun with nothing changed reruns nothing (tests/test_replica_e2e.py), and the replica run plans
+    what the real run would."""
     p = Path(ref)
-    if (p / "config.json").is_file() or p.parent.as_posix() != REPLICA_MODEL_DIR:
+    if p.parent.as_posix() != REPLICA_MODEL_DIR:
         return ref
     spec = ((config.get("replica") or {}).get("models") or {}).get(p.name) or {}
     return str(spec.get("replicates") or ref)
