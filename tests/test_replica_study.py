@@ -69,14 +69,14 @@ def test_every_study_model_points_at_a_replica_of_its_own_hub_model(configs):
         assert rep[key] == base[key], key
 
 
-def test_unbuilt_replica_is_planned_as_its_hub_model(tmp_path, monkeypatch, configs):
+def test_replica_is_planned_as_its_hub_model_built_or_not(tmp_path, monkeypatch, configs):
     _, rep = configs
     ref = f"{REPLICA_MODEL_DIR}/skywork_v02_gemma27b"
     monkeypatch.chdir(tmp_path)
     assert planned_ref(rep, ref) == "Skywork/Skywork-Reward-Gemma-2-27B-v0.2"
     (tmp_path / ref).mkdir(parents=True)
     (tmp_path / ref / "config.json").write_text("{}")
-    assert planned_ref(rep, ref) == ref  # built: its own config.json
+    assert planned_ref(rep, ref) == "Skywork/Skywork-Reward-Gemma-2-27B-v0.2"  # built: the same plan (params stable)
     assert planned_ref(rep, "Qwen/Qwen2.5-0.5B-Instruct") == "Qwen/Qwen2.5-0.5B-Instruct"
     assert planned_ref({}, f"{REPLICA_MODEL_DIR}/x") == f"{REPLICA_MODEL_DIR}/x"
 
