@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .rms import _CORPUS
+from .rms import _CORPUS, save_classifier
 
 # ---- Gemma / Gemma 2 ---------------------------------------------------------------------------
 
@@ -106,12 +106,7 @@ def build_gemma_seqcls_replica(out_dir, version: str = "gemma2", seed: int = 0, 
         model = Gemma2ForSequenceClassification(cfg)
     else:  # Gemma (2B): multi-query attention
         model = GemmaForSequenceClassification(GemmaConfig(num_key_value_heads=1, **common))
-    with torch.no_grad():
-        model.score.weight.normal_(0, 1.0)
-    out = Path(out_dir)
-    model.save_pretrained(out, safe_serialization=True)
-    tok.save_pretrained(out)
-    return out
+    return save_classifier(model, model.score, tok, out_dir)
 
 
 # ---- DeBERTa-v3 ---------------------------------------------------------------------------------
@@ -156,12 +151,7 @@ def build_deberta_seqcls_replica(out_dir, seed: int = 0, layers: int = 2) -> Pat
                           initializer_range=0.2)  # wider than 0.02 so the pooled first token varies
     torch.manual_seed(seed)
     model = DebertaV2ForSequenceClassification(cfg)
-    with torch.no_grad():
-        model.classifier.weight.normal_(0, 1.0)
-    out = Path(out_dir)
-    model.save_pretrained(out, safe_serialization=True)
-    tok.save_pretrained(out)
-    return out
+    return save_classifier(model, model.classifier, tok, out_dir)
 
 
 # ---- Llama-3.x Instruct (generative RM) ---------------------------------------------------------

@@ -145,7 +145,6 @@ def build_seqcls_replica(out_dir, family: str = "llama3", seed: int = 0, hidden:
         Qwen3ForSequenceClassification,
     )
 
-    out = Path(out_dir)
     tok = family_tokenizer(family, pad=pad)
     common = dict(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096, num_labels=num_labels,
@@ -159,9 +158,18 @@ def build_seqcls_replica(out_dir, family: str = "llama3", seed: int = 0, hidden:
         model = Qwen2ForSequenceClassification(Qwen2Config(**common))
     else:
         raise ValueError(f"unknown family {family!r} (llama3, tulu3, qwen2, qwen3)")
+    return save_classifier(model, model.score, tok, out_dir)
+
+
+def save_classifier(model, head, tok, out_dir) -> Path:
+    """Spread a sequence classifier's reward head (N(0, 1) weights, so random RMs rank answers apart)
+    and save the model (safetensors) and its tokenizer in out_dir."""
+    import torch
+
     with torch.no_grad():
-        model.score.weight.normal_(0, 1.0)
-    model.save_pretrained(out)
+        head.weight.normal_(0, 1.0)
+    out = Path(out_dir)
+    model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
     return out
 
