@@ -114,18 +114,34 @@ def build_gemma_seqcls_replica(out_dir, version: str = "gemma2", seed: int = 0, 
 DEBERTA_SPECIALS = ["[PAD]", "[CLS]", "[SEP]", "[UNK]"]
 
 
+def _unigram_vocab(vocab_size: int) -> list[tuple[str, float]]:
+    """A fixed unigram vocabulary: the specials (score 0), then every word of the replica corpus with '▁'
+    in front and every character, scored by log frequency (characters below every word), ties by the
+    piece. Built, not trained: tokenizers' UnigramTrainer picks other pieces at ties from run to run, so
+    the same build would give other token ids."""
+    import math
+    from collections import Counter
+
+    words = Counter("▁" + w for w in _CORPUS.split())
+    total = sum(words.values())
+    pieces = sorted(((w, math.log(c / total)) for w, c in words.items()), key=lambda x: (-x[1], x[0]))
+    floor = min(score for _, score in pieces) - 1.0
+    pieces += [(ch, floor - i * 1e-3) for i, ch in enumerate(_ALPHABET)]
+    room = vocab_size - len(DEBERTA_SPECIALS) - 1  # [MASK] last
+    chars = pieces[len(words):]
+    return [(t, 0.0) for t in DEBERTA_SPECIALS] + pieces[:max(0, room - len(chars))] + chars
+
+
 def deberta_tokenizer(vocab_size: int = 400):
     """Unigram tokenizer with '▁' word starts (as DeBERTa-v3's SentencePiece model), cased, with
     the text-pair post-processor `[CLS] A [SEP] B [SEP]` (segment ids 0 / 1)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import DebertaV2TokenizerFast
 
-    core = Tokenizer(models.Unigram())
+    core = Tokenizer(models.Unigram(_unigram_vocab(vocab_size), unk_id=DEBERTA_SPECIALS.index("[UNK]")))
     core.pre_tokenizer = pre_tokenizers.Metaspace()
     core.decoder = decoders.Metaspace()
-    trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=DEBERTA_SPECIALS, unk_token="[UNK]",
-                                      show_progress=False, initial_alphabet=_ALPHABET[1:])
-    core.train_from_iterator([_CORPUS] * 4, trainer)
+    core.add_special_tokens(DEBERTA_SPECIALS)
     core.add_special_tokens(["[MASK]"])  # the last id, as DeBERTa-v3's [MASK]
     cls_id, sep_id = core.token_to_id("[CLS]"), core.token_to_id("[SEP]")
     core.post_processor = processors.TemplateProcessing(
