@@ -100,3 +100,31 @@ def test_stages_import_only_earlier_stages():
                 continue
             bad.append(f"{mod} -> {t}")
     assert not bad, bad
+
+
+# Libraries that take seconds to import. Snakemake imports the package's rule helpers at every parse
+# (each `snakemake` command and dry run: hundreds in the test suite); these belong inside the jobs.
+HEAVY_AT_PARSE = ("scipy", "torch", "transformers", "sklearn", "matplotlib", "trl", "datasets", "statsmodels")
+
+
+def test_parsing_the_workflow_imports_no_heavy_library():
+    """The DAGs of the demo, paper and replica configs are built (Snakemake's API, in a fresh
+    process) without importing any of HEAVY_AT_PARSE: a module-level `from scipy import stats` in a
+    module the rules import cost every Snakemake command about 1 CPU-s of its 3-4."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tempfile, yaml\n"
+        "from pathlib import Path\n"
+        "from param_keys import job_params\n"
+        "for path in sys.argv[1:]:\n"
+        "    with tempfile.TemporaryDirectory() as d:\n"
+        "        assert job_params(yaml.safe_load(Path(path).read_text()), Path(d)), path\n"
+        f"print(sorted(m for m in {HEAVY_AT_PARSE!r} if m in sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code, "configs/demo.yaml", "config.yaml", "configs/replica.yaml"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "tests"), "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout[-2000:]

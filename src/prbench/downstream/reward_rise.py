@@ -34,7 +34,6 @@ from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 log = logging.getLogger("prbench.downstream.reward_rise")
 
@@ -88,6 +87,8 @@ def welch_from_stats(m1: float, v1: float, n1: float, m2: float, v2: float, n2: 
     if se == 0.0:
         return diff, diff, diff
     dof = (a + b) ** 2 / (a ** 2 / (n1 - 1) + b ** 2 / (n2 - 1))
+    from scipy import stats as sps  # here, not at import: the rules import this package at every parse
+
     half = float(sps.t.ppf(0.5 + ci / 2.0, dof)) * se
     return diff, diff - half, diff + half
 
