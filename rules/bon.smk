@@ -137,9 +137,9 @@ rule score_bon:
         "../envs/downstream.yaml"
     threads: threads_for(2)
     resources:
-        mem_mb=rm_mem_mb,
-        runtime=30 if DEMO else 480,
-        gpu=rm_gpus,
+        mem_mb=rm_mem_mb("bon"),
+        runtime=rm_runtime("bon"),
+        gpu=rm_gpus("bon"),
     params:
         prompts=canon(PROMPTS),
         spec=lambda wildcards: DOWNSTREAM_RM_SPEC["bon"][wildcards.rm],

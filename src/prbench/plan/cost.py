@@ -103,25 +103,106 @@ class _Rows(list):
                      "size_class": size_class(params_b) if rm else None})
 
 
+# ---- one job's work: what a score_benchmark, score_bon, train_ppo or train_grpo job computes --------
+# Seconds at one GPU's throughput (a job sharded with device_map runs its layers in sequence over its
+# GPUs: no faster than one GPU); the stage rows below sum the jobs, times the GPUs each job holds
+# (prbench.plan.resources), and prbench.plan.resources turns one job's seconds into its SLURM runtime.
+
+def benchmark_sets(cfg: dict, q_test: int) -> dict[str, tuple[int, int]]:
+    """Benchmark -> (pairs, tokens per sequence) of each score_benchmark job: personalized (the test
+    questions, PROMPT_TOKENS + ANSWER_TOKENS) and each baseline (its published size, else
+    BASELINE_PAIRS_UNKNOWN; BASELINE_TOKENS)."""
+    out = {"personalized": (q_test, PROMPT_TOKENS + ANSWER_TOKENS)}
+    for name, b in sorted((cfg["data"].get("baselines") or {}).items()):
+        out[name] = (BASELINE_PAIRS.get(b["kind"], BASELINE_PAIRS_UNKNOWN), BASELINE_TOKENS)
+    return out
+
+
+def benchmark_job(e: dict, pairs: int, seq_tokens: int) -> dict:
+    """One RM on one benchmark: {"s": seconds, "calls" (judgements / ratings) or "sequences" +
+    "tokens", "units"}."""
+    if e["kind"] == "generative_pairwise":
+        calls = pairs * (2 if e.get("both_orders") else 1)
+        new = int(e.get("max_new_tokens") or 512)
+        return {"s": decode_calls_s(calls, 16, new, u("decode_7b_s")), "calls": calls, "new": new,
+                "units": ["decode_7b_s"]}
+    if e["kind"] == "generative_pointwise":
+        calls = 2 * pairs
+        return {"s": decode_calls_s(calls, 16, int(e.get("max_new_tokens") or 256), u("decode_7b_s")),
+                "calls": calls, "units": ["decode_7b_s"]}
+    toks = 2 * pairs * seq_tokens
+    return {"s": forward_s(rm_params(e), toks), "sequences": 2 * pairs, "tokens": toks, "units": ["mfu_forward"]}
+
+
+def bon_samples(cfg: dict, q_test: int) -> int:
+    """BoN samples of one sample set of one policy: what one score_bon job scores."""
+    return q_test * int(cfg["bon"]["n"])
+
+
+def bon_scoring_job(cfg: dict, e: dict, samples: int) -> dict:
+    """One RM scoring one BoN sample set: {"s", "work", "units"}."""
+    reward = entry_with_defaults(cfg.get("reward") or {}, "reward")
+    new = int(cfg["bon"]["max_new_tokens"])
+    if e["kind"].startswith("generative") and reward["generative"] == "pointwise":
+        # reward.generative pointwise (the authors'): each sample rated alone on 0-1, a short reply
+        new_r = int(reward["generative_max_new_tokens"])
+        return {"s": decode_calls_s(samples, 16, new_r, u("decode_7b_s")), "calls": samples,
+                "work": f"0-1 ratings x {new_r} tokens", "units": ["decode_7b_s"]}
+    if e["kind"].startswith("generative"):
+        calls = samples if e["kind"] == "generative_pointwise" else samples * 2
+        return {"s": decode_calls_s(calls, 16, int(e.get("max_new_tokens") or 512), u("decode_7b_s")),
+                "calls": calls, "work": "judgements", "units": ["decode_7b_s"]}
+    toks = samples * (PROMPT_TOKENS + new)
+    return {"s": forward_s(rm_params(e), toks), "calls": samples, "tokens": toks, "units": ["mfu_forward"]}
+
+
+def ppo_groups(cfg: dict) -> list[list[str]]:
+    """The subsets of each PPO run: one per subset (ppo.per_subset), else one pooled run."""
+    subsets = cfg["data"]["personalized"]["subsets"]
+    return [[s] for s in subsets] if cfg["ppo"].get("per_subset") else [subsets]
+
+
+def ppo_job(cfg: dict, policy: str, rm: str, group: list[str], train_q: dict) -> dict:
+    """One train_ppo job (one run, one seed): {"steps", "calls" (generate calls a step), "step_s",
+    "s" (its wall seconds), "plan" (the memory plan: GPUs)}."""
+    ppo = entry_with_defaults(cfg["ppo"], "ppo")
+    p = plan_for_config(cfg, policy, rm)
+    calls = math.ceil(p.local_batch / p.generation_chunk)
+    step_s = calls * int(ppo["response_length"]) * u("policy_decode_s")
+    steps = math.ceil((ppo["total_episodes"] or sum(train_q[s] for s in group)) / ppo["batch_size"])
+    return {"steps": steps, "calls": calls, "step_s": step_s, "s": steps * step_s, "plan": p}
+
+
+def grpo_job(cfg: dict, train_q: dict) -> dict:
+    """One train_grpo job (one seed): {"steps", "step_s", "s"}: one generate call a step."""
+    g = entry_with_defaults(cfg["grpo"], "grpo")
+    subsets = cfg["data"]["personalized"]["subsets"]
+    steps = g["steps"] or math.ceil(sum(train_q[s] for s in subsets) / g["prompts_per_step"])
+    step_s = int(g["max_completion_length"]) * u("policy_decode_s")
+    return {"steps": steps, "step_s": step_s, "s": steps * step_s}
+
+
+def _job_gpus(cfg: dict, name: str, stage: str) -> int:
+    """GPUs one job of an RM holds at `stage` (prbench.plan.resources: the memory plan), at least 1."""
+    from .resources import rm_inference
+
+    return max(1, rm_inference(cfg, name, stage).gpus)
+
+
 def _benchmark_rows(rows: _Rows, cfg: dict, q_test: int) -> None:
-    pairs_b = baseline_pairs(cfg)
-    seq = PROMPT_TOKENS + ANSWER_TOKENS
+    sets = benchmark_sets(cfg, q_test)
     for name, e in cfg["reward_models"].items():
-        pairs = q_test + pairs_b
         stage, pb = f"benchmark scoring: {name}", e.get("params_b")
-        if e["kind"] == "generative_pairwise":
-            calls = pairs * (2 if e.get("both_orders") else 1)
-            new = int(e.get("max_new_tokens") or 512)
-            rows.add(stage, f"{calls:,} judgements x {new} tokens",
-                     decode_calls_s(calls, 16, new, u("decode_7b_s")), ["decode_7b_s"], name, pb)
-        elif e["kind"] == "generative_pointwise":
-            calls = 2 * pairs
-            rows.add(stage, f"{calls:,} ratings", decode_calls_s(calls, 16, int(e.get("max_new_tokens") or 256),
-                                                                u("decode_7b_s")), ["decode_7b_s"], name, pb)
+        jobs = [benchmark_job(e, pairs, seq) for pairs, seq in sets.values()]
+        gpus = _job_gpus(cfg, name, "benchmark")
+        gpu_s = gpus * sum(j["s"] for j in jobs)
+        on = f", {gpus} GPUs" if gpus > 1 else ""
+        if "calls" in jobs[0]:
+            what = "judgements x {} tokens".format(jobs[0]["new"]) if "new" in jobs[0] else "ratings"
+            rows.add(stage, f"{sum(j['calls'] for j in jobs):,} {what}{on}", gpu_s, jobs[0]["units"], name, pb)
         else:
-            toks = 2 * q_test * seq + 2 * pairs_b * BASELINE_TOKENS
-            rows.add(stage, f"{2 * pairs:,} sequences, {toks / 1e6:.1f}M tokens", forward_s(rm_params(e), toks),
-                     ["mfu_forward"], name, pb)
+            rows.add(stage, f"{sum(j['sequences'] for j in jobs):,} sequences, "
+                     f"{sum(j['tokens'] for j in jobs) / 1e6:.1f}M tokens{on}", gpu_s, jobs[0]["units"], name, pb)
 
 
 def _bon_rows(rows: _Rows, cfg: dict, q_test: int, down: dict, judge_gpus: int, judge_step: float) -> None:
@@ -131,22 +212,16 @@ def _bon_rows(rows: _Rows, cfg: dict, q_test: int, down: dict, judge_gpus: int, 
     new = int(bon["max_new_tokens"])
     rows.add("BoN sampling", f"{samples:,} answers x {new} tokens ({n_sets} sample set(s))",
              decode_calls_s(samples, int(bon.get("batch_size") or 32), new, u("policy_decode_s")), ["policy_decode_s"])
-    reward = entry_with_defaults(cfg.get("reward") or {}, "reward")
     for name, e in down.items():
         stage, pb = f"BoN scoring: {name}", e.get("params_b")
-        if e["kind"].startswith("generative") and reward["generative"] == "pointwise":
-            # reward.generative pointwise (the authors'): each sample rated alone on 0-1, a short reply
-            new_r = int(reward["generative_max_new_tokens"])
-            rows.add(stage, f"{samples:,} 0-1 ratings x {new_r} tokens",
-                     decode_calls_s(samples, 16, new_r, u("decode_7b_s")), ["decode_7b_s"], name, pb)
-        elif e["kind"].startswith("generative"):
-            calls = samples if e["kind"] == "generative_pointwise" else samples * 2
-            rows.add(stage, f"{calls:,} judgements", decode_calls_s(calls, 16, int(e.get("max_new_tokens") or 512),
-                                                                   u("decode_7b_s")), ["decode_7b_s"], name, pb)
+        job = bon_scoring_job(cfg, e, bon_samples(cfg, q_test))
+        gpus = _job_gpus(cfg, name, "bon")
+        on = f", {gpus} GPUs" if gpus > 1 else ""
+        if "tokens" in job:
+            work = f"{samples:,} sequences, {samples * job['tokens'] / job['calls'] / 1e6:.0f}M tokens{on}"
         else:
-            toks = samples * (PROMPT_TOKENS + new)
-            rows.add(stage, f"{samples:,} sequences, {toks / 1e6:.0f}M tokens", forward_s(rm_params(e), toks),
-                     ["mfu_forward"], name, pb)
+            work = f"{job['calls'] * n_sets:,} {job['work']}{on}"
+        rows.add(stage, work, gpus * n_sets * job["s"], job["units"], name, pb)
     rows.add("BoN judging", f"{samples:,} judge calls x {judge['max_new_tokens']} tokens",
              judge_gpus * decode_calls_s(samples, int(judge.get("batch_size") or 16), int(judge["max_new_tokens"]),
                                          judge_step), ["decode_32b_s"])
@@ -154,23 +229,20 @@ def _bon_rows(rows: _Rows, cfg: dict, q_test: int, down: dict, judge_gpus: int, 
 
 def _ppo_rows(rows: _Rows, cfg: dict, q_test: int, down: dict, train_q: dict) -> int:
     """PPO per RM of `ppo.rms` (per subset when ppo.per_subset; one run per seed); its evaluation answers."""
-    subsets = cfg["data"]["personalized"]["subsets"]
     ppo = entry_with_defaults(cfg["ppo"], "ppo")
     seeds = count(cfg["ppo"], "seeds")
-    groups = [[s] for s in subsets] if cfg["ppo"].get("per_subset") else [subsets]
+    groups = ppo_groups(cfg)
     if not ppo["enabled"]:
         return 0
     pol_name = next(iter(cfg["policies"]))
     answers = 0
     for name in method_rms(cfg, "ppo", down):
-        p = plan_for_config(cfg, pol_name, name)
-        calls = math.ceil(p.local_batch / p.generation_chunk)
-        step_s = calls * int(ppo["response_length"]) * u("policy_decode_s")
-        steps = sum(math.ceil((ppo["total_episodes"] or sum(train_q[s] for s in g)) / ppo["batch_size"])
-                    for g in groups) * seeds
+        jobs = [ppo_job(cfg, pol_name, name, g, train_q) for g in groups]
+        p, calls = jobs[0]["plan"], jobs[0]["calls"]
+        steps = sum(j["steps"] for j in jobs) * seeds
         rows.add(f"PPO: {name}", f"{steps} steps x {calls} generate call(s) x {ppo['response_length']} tokens "
-                 f"({len(groups)} run(s) x {seeds} seed(s), {p.gpus} GPU(s))", steps * step_s * p.gpus,
-                 ["policy_decode_s"], name, down[name].get("params_b"))
+                 f"({len(groups)} run(s) x {seeds} seed(s), {p.gpus} GPU(s))",
+                 seeds * sum(j["s"] for j in jobs) * p.gpus, ["policy_decode_s"], name, down[name].get("params_b"))
         answers += q_test * seeds
     return answers
 
@@ -179,16 +251,14 @@ def _grpo_rows(rows: _Rows, cfg: dict, q_test: int, down: dict, train_q: dict) -
     grpo_cfg = cfg.get("grpo")
     if not (grpo_cfg and grpo_cfg["enabled"]):
         return 0
-    subsets = cfg["data"]["personalized"]["subsets"]
     seeds = count(grpo_cfg, "seeds")
     g = entry_with_defaults(grpo_cfg, "grpo")
-    steps = (g["steps"] or math.ceil(sum(train_q[s] for s in subsets) / g["prompts_per_step"])) * seeds
-    step_s = int(g["max_completion_length"]) * u("policy_decode_s")
+    job = grpo_job(cfg, train_q)
     answers = 0
     for name in method_rms(cfg, "grpo", down):
-        rows.add(f"GRPO: {name}", f"{steps} steps x 1 generate call of {g['prompts_per_step'] * g['num_generations']} "
-                 f"x {g['max_completion_length']} tokens ({seeds} seed(s))", steps * step_s, ["policy_decode_s"],
-                 name, down[name].get("params_b"))
+        rows.add(f"GRPO: {name}", f"{job['steps'] * seeds} steps x 1 generate call of "
+                 f"{g['prompts_per_step'] * g['num_generations']} x {g['max_completion_length']} tokens "
+                 f"({seeds} seed(s))", seeds * job["s"], ["policy_decode_s"], name, down[name].get("params_b"))
         answers += q_test * seeds
     return answers
 

@@ -367,9 +367,16 @@ def gpus_per_run(config: dict, policies, rms) -> dict[tuple[str, str], int]:
     """GPUs of each train_ppo job, keyed (policy, rm): 0 in the demo (CPU only), else the GPU count of
     the run's plan (`plan_for_config`: `ppo.gpus`, or the smallest count that fits
     `resources.gpu_mem_gb`). A plan that does not fit raises ValueError naming the run and the config
-    keys to change, so the workflow stops at parse time."""
+    keys to change, so the workflow stops at parse time; an RM whose weights alone exceed one GPU
+    raises naming `ppo.rms` (`prbench.plan.resources.check_reward_fits_one_gpu`: no tuning key helps)."""
     if config["demo"]["enabled"]:
         return {(p, r): 0 for p in policies for r in rms}
+    from ...plan.resources import check_reward_fits_one_gpu
+
+    for r in rms:  # an RM no GPU count can hold (the RM is never sharded here): refused by its ppo.rms entry
+        why = check_reward_fits_one_gpu(config, "ppo", r)
+        if why:
+            raise ValueError(why)
     out = {}
     for p in policies:
         for r in rms:

@@ -1,0 +1,393 @@
+"""Resources of each GPU job class per model (GPUs, host memory, runtime, sharding), from the memory
+plans and the cost model; rules/common.smk's resource functions and `python -m prbench.plan` both
+call this module, so the Snakefile and the plan cannot disagree. Imports no torch.
+
+Job classes of an RM (`rm_inference`, `ppo_reward`, `grpo_reward`):
+
+* benchmark scoring (`score_benchmark`, one job per RM x benchmark) and BoN scoring (`score_bon`,
+  one job per RM x policy x sample set): the RM in inference. GPU memory = its weights at the load
+  dtype (bf16 on GPU unless the entry's `dtype` says otherwise: 2 or 4 bytes per parameter) plus one
+  batch of `scoring.max_tokens_per_batch` tokens: a classifier's forward activations
+  (`RM_ACT_BYTES` per token x (hidden + intermediate), measured on an 8B RM, perf/README.md), a
+  generative RM's `generate` call (bf16 KV cache over the batch's tokens, the prefill's activations
+  of one layer, the step logits: `prbench.downstream.ppo.memory.generation_activations`), times
+  `ALLOCATOR_OVERHEAD`. GPUs: the fewest whole GPUs of `resources.gpu_mem_gb` that hold it, and
+  enough that the weights fit under device_map's per-GPU cap (`DEVICE_MAP_FRACTION`). More than one
+  GPU: "device_map over N GPUs" (`prbench.models.multi_gpu_kwargs`: every transformers RM load in a
+  job that sees several GPUs); the RM loaders have no vLLM path, so no RM job is tensor parallel.
+* PPO reward (`train_ppo`): the PPO memory plan (`prbench.downstream.ppo.memory.plan_for_config`,
+  calibrated on an H100) gives the GPUs: one GPU holds policy, critic, reference and RM; with more,
+  `gpus - 1` DDP training processes and the RM on the last GPU, a whole copy per process
+  (`prbench.downstream.ppo.launch`: the RM is loaded on one device, never sharded). An RM whose
+  weights alone exceed one GPU cannot be a PPO reward: `check_reward_fits_one_gpu` refuses it,
+  naming `ppo.rms`.
+* GRPO reward (`train_grpo`): one process on one GPU with the policy (the GRPO memory plan); the
+  same refusal, naming `grpo.rms`.
+
+The judge and policy jobs (`sample_bon`, `base_answers`, `judge_bon`, `judge_validity`,
+`eval_policy`) keep the params_b rule `params_rule_gpus` / `params_rule_mem_mb` (not yet a memory
+plan); their sharding is device_map (transformers) or vLLM tensor parallel over the job's GPUs
+(`judge.backend` / `bon.backend` vllm: `prbench.models.vllm_engine_kwargs`).
+
+Host memory (`mem_mb`): the weights as loaded (a single-GPU load materialises the checkpoint on the
+host before `.to(device)`; a device_map load moves it shard by shard, planned the same way: the
+memory-mapped shards count against the job's cgroup) plus `HOST_OVERHEAD_MB`, per process, at least
+`resources.cpu_mem_mb`. Runtime (minutes): the cost model's seconds for that one job
+(`prbench.plan.cost.benchmark_job`, `bon_scoring_job`, `ppo_job`, `grpo_job`: the unit costs
+perf/paper_cost.py prints, mostly ASSUMED) x `RUNTIME_MARGIN`, at least `RUNTIME_FLOOR_MIN`; the
+rules multiply it by Snakemake's `attempt`, so a job killed at its time limit is resubmitted with
+more (`retries` in profiles/slurm).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..config import entry_with_defaults, with_defaults
+from ..downstream.ppo.memory import (
+    ALLOCATOR_OVERHEAD,
+    GB,
+    RM_ACT_BYTES,
+    generation_activations,
+    model_shape,
+    plan_for_config,
+)
+from . import cost
+
+# device_map's per-GPU cap: multi_gpu_kwargs' max_memory is 90% of each card (prbench.models)
+DEVICE_MAP_FRACTION = 0.9
+DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "float16": 2, "float32": 4}  # auto = bf16 on GPU (models.auto_dtype)
+HOST_OVERHEAD_MB = 8000  # ASSUMED: Python, torch, CUDA context, tokenizer and data per process (the old rule's +8 GB)
+RUNTIME_MARGIN = 3.0     # ASSUMED: SLURM time limit = 3 x the cost model's estimate (its units are mostly assumed)
+RUNTIME_FLOOR_MIN = 60   # ASSUMED: model download from the shared cache, load and startup
+DEFAULT_RM_B = 0.5       # an RM with no shape and no params_b: planned as 0.5B (the rules' old default)
+# Questions of a subset the cost model has no size for: the largest known (ASSUMED, runtime only)
+UNKNOWN_SUBSET = max(cost.TEST_QUESTIONS.values())
+UNKNOWN_TRAIN_SUBSET = max(cost.TRAIN_QUESTIONS.values())
+
+MEMORY_SOURCES = {
+    "weights": "exact: parameters x bytes of the load dtype (shape: the model's config.json, the built-in table "
+               "prbench.downstream.ppo.memory.KNOWN_CONFIGS, or approximate from params_b)",
+    "activations": "classifier: RM_ACT_BYTES = 14 per token x (hidden + intermediate), measured on an H100 with an 8B "
+                   "RM (perf/README.md); generative: KV cache, prefill and step-logit sizes (not measured)",
+    "ppo": "the PPO memory plan, calibrated on an H100 (perf/ppo_memory_gpu.py, perf/README.md); its rollout "
+           "path's terms are sizes, not measured",
+    "grpo": "the GRPO memory plan: sizes built from the PPO calibration (not measured)",
+    "host": f"ASSUMED: weights as loaded + {HOST_OVERHEAD_MB} MB per process",
+    "runtime": f"the cost model's seconds for the job (prbench.plan.cost units, mostly ASSUMED) x {RUNTIME_MARGIN:g} "
+               f"(ASSUMED margin), at least {RUNTIME_FLOOR_MIN} min; x attempt on a retry",
+}
+
+
+@dataclass
+class JobPlan:
+    job: str                 # job class
+    model: str               # config name of the RM (or the judge / policy)
+    params_b: float
+    gpus: int                # 0 = no GPU (CPU kinds)
+    need_gb: float           # planned GPU memory: in all (inference), peak per GPU (PPO, GRPO)
+    mem_mb: int              # host memory
+    runtime_min: int | None  # None: not from the cost model (the rule's fixed runtime)
+    sharding: str
+    fits: bool = True
+    why: str = ""            # why it does not fit / cannot be sharded (with the config key)
+    shape: str = ""          # config.json | known | approximate
+    parts_gb: dict = field(default_factory=dict)
+
+
+# ---- small rules, each with its own test ----------------------------------------------------------
+
+def gpus_for_need(need_gb: float, weights_gb: float, gpu_mem_gb: float) -> int:
+    """Whole GPUs of `gpu_mem_gb` for a job needing `need_gb` in all, its `weights_gb` under
+    device_map's cap of DEVICE_MAP_FRACTION of each GPU when spread over more than one."""
+    n = max(1, math.ceil(need_gb / gpu_mem_gb - 1e-9))
+    if n > 1:
+        n = max(n, math.ceil(weights_gb / (DEVICE_MAP_FRACTION * gpu_mem_gb) - 1e-9))
+    return n
+
+
+def inference_sharding(gpus: int, backend: str = "transformers", tensor_parallel: int | None = None) -> str:
+    """How a model in inference uses the job's GPUs."""
+    if gpus <= 0:
+        return "CPU"
+    if backend == "vllm":
+        return f"vLLM tensor parallel {tensor_parallel or gpus}"
+    return "single GPU" if gpus == 1 else f"device_map over {gpus} GPUs"
+
+
+def host_mem_mb(load_bytes: float, cpu_mem_mb: int, processes: int = 1) -> int:
+    """Host memory: the weights as loaded (bytes, all processes) + HOST_OVERHEAD_MB per process."""
+    return int(max(cpu_mem_mb, math.ceil(load_bytes / 1e6) + HOST_OVERHEAD_MB * processes))
+
+
+def runtime_min(seconds: float) -> int:
+    return int(max(RUNTIME_FLOOR_MIN, math.ceil(RUNTIME_MARGIN * seconds / 60)))
+
+
+def params_rule_gpus(params_b: float, gpu_mem_gb: float, train: bool = False) -> int:
+    """The policy and judge jobs' rule (no memory plan yet): bf16 inference ~2.5 GB per billion
+    parameters, training ~16 GB, + 4 GB, in whole GPUs."""
+    need_gb = params_b * (16.0 if train else 2.5) + 4
+    return max(1, int(-(-need_gb // gpu_mem_gb)))
+
+
+def params_rule_mem_mb(params_b: float, cpu_mem_mb: int, train: bool = False) -> int:
+    return int(max(cpu_mem_mb, params_b * (8000 if train else 4000) + 8000))
+
+
+# ---- the config's models ----------------------------------------------------------------------------
+
+def _limits(cfg: dict) -> tuple[float, int]:
+    r = with_defaults(cfg.get("resources"), "resources")
+    return float(r["gpu_mem_gb"]), int(r["cpu_mem_mb"])
+
+
+def rm_ref(cfg: dict, rm: str) -> str:
+    """Where an RM's weights are (as prbench.downstream.ppo.memory.shapes_for_config reads them)."""
+    e = cfg["reward_models"][rm]
+    if "train" in e:
+        return f"results/models/rm/{rm}"
+    if "from_policy" in e:
+        return cfg["policies"][e["from_policy"]]["path"]
+    return str(e.get("path", f"results/models/rm/{rm}"))
+
+
+def rm_shape(cfg: dict, rm: str):
+    e = cfg["reward_models"][rm]
+    try:
+        return model_shape(rm_ref(cfg, rm), e.get("params_b"))
+    except ValueError:  # no config.json, not in the table, no params_b: as the rules' old default
+        return model_shape(rm_ref(cfg, rm), DEFAULT_RM_B)
+
+
+def _kind(e: dict):
+    from ..rms import kind_info
+
+    return kind_info(e["kind"])
+
+
+def _q_test(cfg: dict) -> int:
+    return sum(cost.TEST_QUESTIONS.get(s, UNKNOWN_SUBSET) for s in cfg["data"]["personalized"]["subsets"])
+
+
+def _train_q(cfg: dict) -> dict:
+    return {s: cost.TRAIN_QUESTIONS.get(s, UNKNOWN_TRAIN_SUBSET) for s in cfg["data"]["personalized"]["subsets"]}
+
+
+def inference_parts(shape, dtype_bytes: int, generates: bool, tokens_per_batch: int, new_tokens: int,
+                    prompt_tokens: int) -> dict:
+    """Bytes of an RM in inference: weights, and one batch's activations (classifier forward, or
+    one generate call of a generative RM: rows x (prompt + reply) <= tokens_per_batch, one row at least)."""
+    parts = {"weights": dtype_bytes * shape.params}
+    if generates:
+        # one generate call: rows of prompt + reply whose tokens sum to at most tokens_per_batch (one row
+        # at least): its KV cache and prefill over that many tokens
+        total = max(tokens_per_batch, prompt_tokens + new_tokens)
+        ga = generation_activations(shape, 1, total - new_tokens, total, kv_bytes=dtype_bytes, act_bytes=dtype_bytes)
+        # the step logits of the most rows a batch can hold (one prompt token each): an upper bound
+        step = ga["step"] * max(1, tokens_per_batch // (new_tokens + 1))
+        parts["generate: KV cache of one batch"] = ga["kv"]
+        parts["generate: prefill activations or step logits"] = max(ga["prefill"], step)
+    else:
+        parts["forward activations of one batch"] = (max(tokens_per_batch, prompt_tokens)
+                                                     * (shape.hidden_size + shape.intermediate_size) * RM_ACT_BYTES)
+    return parts
+
+
+def rm_inference(cfg: dict, rm: str, stage: str, bench: str | None = None) -> JobPlan:
+    """One RM job in inference: stage "benchmark" (score_benchmark; `bench` one benchmark, None = the
+    longest of its jobs) or "bon" (score_bon, one sample set)."""
+    if stage not in ("benchmark", "bon"):
+        raise ValueError(f"stage {stage!r}: benchmark or bon")
+    e = cfg["reward_models"][rm]
+    job = "benchmark scoring" if stage == "benchmark" else "BoN scoring"
+    gpu_mem, cpu_mem = _limits(cfg)
+    info = _kind(e)
+    pb = float(e.get("params_b") or DEFAULT_RM_B)
+    seconds = _rm_seconds(cfg, rm, stage, bench)
+    if not info.uses_gpu:
+        return JobPlan(job, rm, pb, 0, 0.0, cpu_mem, runtime_min(seconds), "CPU")
+    spec = entry_with_defaults(e, "reward_models.*")
+    shape = rm_shape(cfg, rm)
+    dtype_bytes = DTYPE_BYTES[spec["dtype"] or "auto"]
+    scoring = with_defaults(cfg.get("scoring"), "scoring")
+    tokens = int(e.get("max_tokens_per_batch") or scoring["max_tokens_per_batch"])
+    prompt = int(spec.get("max_length") or scoring["max_length"] or 8192)
+    new = int(spec["max_new_tokens"])
+    if stage == "bon" and info.generates:
+        reward = entry_with_defaults(cfg.get("reward") or {}, "reward")
+        if reward["generative"] == "pointwise":
+            new = int(reward["generative_max_new_tokens"])
+    parts = inference_parts(shape, dtype_bytes, info.generates, tokens, new, prompt)
+    need = sum(parts.values()) * ALLOCATOR_OVERHEAD / GB
+    gpus = gpus_for_need(need, parts["weights"] / GB, gpu_mem)
+    return JobPlan(job, rm, pb, gpus, round(need, 2), host_mem_mb(parts["weights"], cpu_mem), runtime_min(seconds),
+                   inference_sharding(gpus), shape=shape.source,
+                   parts_gb={k: round(v / GB, 2) for k, v in parts.items()})
+
+
+def _rm_seconds(cfg: dict, rm: str, stage: str, bench: str | None) -> float:
+    e = cfg["reward_models"][rm]
+    q = _q_test(cfg)
+    if stage == "bon":
+        return cost.bon_scoring_job(cfg, e, cost.bon_samples(cfg, q))["s"]
+    sets = cost.benchmark_sets(cfg, q)
+    if bench is not None:
+        return cost.benchmark_job(e, *sets[bench])["s"]
+    return max(cost.benchmark_job(e, *v)["s"] for v in sets.values())
+
+
+def check_reward_fits_one_gpu(cfg: dict, method: str, rm: str) -> str:
+    """'' when the RM's weights fit one GPU; else why it cannot be `method`'s reward (ppo, grpo),
+    naming the config keys. Both trainers hold the whole RM on one GPU (PPO: one copy per training
+    process on the last GPU, prbench.downstream.ppo.launch; GRPO: beside the policy): no device_map,
+    no tensor parallel, so no count of GPUs or batch setting helps."""
+    e = cfg["reward_models"][rm]
+    if not _kind(e).uses_gpu:
+        return ""
+    gpu_mem, _ = _limits(cfg)
+    spec = entry_with_defaults(e, "reward_models.*")
+    shape = rm_shape(cfg, rm)
+    w = DTYPE_BYTES[spec["dtype"] or "auto"] * shape.params * ALLOCATOR_OVERHEAD / GB
+    if w <= gpu_mem:
+        return ""
+    chosen = (cfg.get(method) or {}).get("rms")
+    how = (f"remove it from {method}.rms" if chosen is not None else
+           f"{method}.rms is null (every downstream RM): list the RMs without it, or set "
+           f"reward_models.{rm}.downstream: false")
+    return (f"config key {method}.rms: reward_models.{rm} ({shape.params / 1e9:.1f}B parameters, {w:.1f} GB of "
+            f"weights as loaded) cannot be the {method.upper()} reward at resources.gpu_mem_gb {gpu_mem:g}: train_"
+            f"{method} holds the whole RM on one GPU ("
+            + ("one copy per training process on the job's last GPU, prbench.downstream.ppo.launch"
+               if method == "ppo" else "beside the policy, prbench.downstream.grpo.train")
+            + "; no device_map, no tensor parallel), and its weights alone exceed one GPU. "
+            f"{how[0].upper() + how[1:]} (it is still scored on the benchmarks and as a BoN scorer, "
+            "sharded with device_map).")
+
+
+def _policy_params(cfg: dict, policy: str) -> float:
+    from ..downstream.ppo.memory import shapes_for_config
+
+    return shapes_for_config(cfg, policy, next(iter(cfg["reward_models"])))[0].params
+
+
+def ppo_reward(cfg: dict, policy: str, rm: str, subset: str | None = None) -> JobPlan:
+    """One train_ppo job (`subset`: a per-subset run, ppo.per_subset; None: the pooled run, or the
+    longest subset's when the config trains per subset)."""
+    gpu_mem, cpu_mem = _limits(cfg)
+    e = cfg["reward_models"][rm]
+    pb = float(e.get("params_b") or DEFAULT_RM_B)
+    why = check_reward_fits_one_gpu(cfg, "ppo", rm)
+    if why:
+        return JobPlan("PPO reward", rm, pb, 0, 0.0, 0, None,
+                       "cannot shard: the RM is held whole on one GPU per training process", fits=False, why=why)
+    train_q = _train_q(cfg)
+    groups = [[subset]] if subset else cost.ppo_groups(cfg)
+    jobs = [cost.ppo_job(cfg, policy, rm, g, train_q) for g in groups]
+    p = jobs[0]["plan"]
+    if not p.fits:
+        from ..downstream.ppo.memory import refusal
+
+        return JobPlan("PPO reward", rm, pb, p.gpus, p.peak_gb, 0, None, "does not fit", fits=False,
+                       why=f"train_ppo {policy}/{rm}: {refusal(p)}", parts_gb=p.parts_gb)
+    if p.gpus == 1:
+        sharding = "single GPU: policy, critic, reference and RM"
+    else:
+        sharding = (f"DDP over {p.train_processes} training GPU(s), RM on GPU {p.gpus} "
+                    f"({p.train_processes} whole cop{'y' if p.train_processes == 1 else 'ies'})")
+    rm_bytes = 2 * rm_shape(cfg, rm).params if _kind(e).uses_gpu else 0.0
+    pol = _policy_params(cfg, policy)
+    # per process: policy and critic (fp32), reference (bf16), its RM copy; once: the optimizer state a
+    # checkpoint save gathers (2 x 8 bytes per policy parameter)
+    load = p.train_processes * (10 * pol + rm_bytes) + 16 * pol
+    return JobPlan("PPO reward", rm, pb, p.gpus, p.peak_gb, host_mem_mb(load, cpu_mem, p.train_processes),
+                   runtime_min(max(j["s"] for j in jobs)), sharding, parts_gb=p.parts_gb)
+
+
+def grpo_reward(cfg: dict, policy: str, rm: str) -> JobPlan:
+    """One train_grpo job: one process on one GPU, the RM beside the policy."""
+    from ..downstream.grpo.memory import grpo_plan_for_config, grpo_refusal
+
+    gpu_mem, cpu_mem = _limits(cfg)
+    e = cfg["reward_models"][rm]
+    pb = float(e.get("params_b") or DEFAULT_RM_B)
+    why = check_reward_fits_one_gpu(cfg, "grpo", rm)
+    if why:
+        return JobPlan("GRPO reward", rm, pb, 0, 0.0, 0, None, "cannot shard: the RM is held whole beside the policy",
+                       fits=False, why=why)
+    p = grpo_plan_for_config(cfg, policy, rm)
+    if not p.fits:
+        return JobPlan("GRPO reward", rm, pb, 1, p.peak_gb, 0, None, "does not fit", fits=False,
+                       why=f"train_grpo {policy}/{rm}: {grpo_refusal(p)}", parts_gb=p.parts_gb)
+    g = entry_with_defaults(cfg.get("grpo") or {}, "grpo")
+    pol = _policy_params(cfg, policy)
+    rm_bytes = 2 * rm_shape(cfg, rm).params if _kind(e).uses_gpu else 0.0
+    load = (4 + (2 if float(g["beta"]) > 0 else 0) + 8) * pol + rm_bytes
+    return JobPlan("GRPO reward", rm, pb, 1, p.peak_gb, host_mem_mb(load, cpu_mem),
+                   runtime_min(cost.grpo_job(cfg, _train_q(cfg))["s"]), "single GPU: policy and RM",
+                   parts_gb=p.parts_gb)
+
+
+def shared_jobs(cfg: dict) -> list[JobPlan]:
+    """The judge's and the policy's jobs (params_b rule, the rules' fixed runtimes)."""
+    gpu_mem, cpu_mem = _limits(cfg)
+    judge = cfg["judge"]
+    out = []
+    policy = next(iter(cfg["policies"]))
+    pb = float(cfg["policies"][policy].get("params_b") or 0.5)
+    g = params_rule_gpus(pb, gpu_mem)
+    bon_backend = "vllm" if cfg["bon"].get("backend") == "vllm" else "transformers"
+    out.append(JobPlan("BoN sampling, base answers", policy, pb, g, 0.0, params_rule_mem_mb(pb, cpu_mem), None,
+                       inference_sharding(g, bon_backend)))
+    if judge["backend"] != "minilm":
+        jb = float(judge.get("params_b") or 1.0)
+        g = params_rule_gpus(jb, gpu_mem)
+        tp = judge.get("tensor_parallel_size") if judge["backend"] == "vllm" else None
+        out.append(JobPlan("judge (judge_bon, judge_validity)", "judge", jb, g, 0.0, params_rule_mem_mb(jb, cpu_mem),
+                           None, inference_sharding(g, judge["backend"], tp)))
+        g = params_rule_gpus(jb + pb, gpu_mem)
+        out.append(JobPlan("policy evaluation (eval_policy)", "judge + policy", jb + pb, g, 0.0,
+                           params_rule_mem_mb(jb + pb, cpu_mem), None, inference_sharding(g, judge["backend"], tp)))
+    return out
+
+
+def plans(cfg: dict) -> list[JobPlan]:
+    """Every RM job class of the config: benchmark scoring per RM, BoN scoring per downstream RM,
+    PPO / GRPO reward per RM of ppo.rms / grpo.rms (when enabled), for the config's first policy."""
+    rms = cfg["reward_models"]
+    down = [r for r, e in rms.items() if e.get("downstream", True)]
+    out = [rm_inference(cfg, r, "benchmark") for r in rms]
+    out += [rm_inference(cfg, r, "bon") for r in down]
+    policy = next(iter(cfg["policies"]))
+    for method, fn in (("ppo", ppo_reward), ("grpo", grpo_reward)):
+        sec = cfg.get(method) or {}
+        if sec.get("enabled"):
+            chosen = sec.get("rms")
+            out += [fn(cfg, policy, r) for r in down if chosen is None or r in chosen]
+    return out
+
+
+def table(cfg: dict) -> list[dict]:
+    """One row per (job class, RM size class): RMs, GPUs, largest host memory and runtime, and the
+    sharding modes with their counts; refused entries as rows of their own."""
+    rows = []
+    groups: dict = {}
+    for p in plans(cfg):
+        groups.setdefault((p.job, cost.size_class(p.params_b)), []).append(p)
+    order = [label for _, label in cost.SIZE_CLASSES]
+    for (job, size), ps in sorted(groups.items(), key=lambda kv: (JOB_ORDER.index(kv[0][0]), order.index(kv[0][1]))):
+        ok = [p for p in ps if p.fits]
+        modes: dict = {}
+        for p in ok:
+            modes[p.sharding] = modes.get(p.sharding, 0) + 1
+        gpus = sorted({p.gpus for p in ok})
+        rows.append({"job": job, "size": size, "rms": len(ps), "gpus": gpus,
+                     "mem_gb": max((p.mem_mb for p in ok), default=0) / 1000,
+                     "runtime_h": max((p.runtime_min or 0 for p in ok), default=0) / 60,
+                     "need_gb": max((p.need_gb for p in ok), default=0.0),
+                     "sharding": modes, "refused": [p for p in ps if not p.fits],
+                     "largest": max(ok, key=lambda p: (p.need_gb, p.params_b)).model if ok else ""})
+    return rows
+
+
+JOB_ORDER = ("benchmark scoring", "BoN scoring", "PPO reward", "GRPO reward")
