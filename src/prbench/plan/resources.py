@@ -50,7 +50,6 @@ from ..downstream.ppo.memory import (
     RM_ACT_BYTES,
     generation_activations,
     model_shape,
-    plan_for_config,
 )
 from . import cost
 
