@@ -272,8 +272,11 @@ def stages(cfg: dict, train_q: dict) -> list[dict]:
     q_test = sum(TEST_QUESTIONS[s] for s in subsets)
     down = {n: e for n, e in cfg["reward_models"].items() if e["downstream"]}
     judge = cfg["judge"]
-    judge_gpus = 2 if float(judge.get("params_b") or 32) > 30 else 1
-    judge_step = u("decode_32b_s") if judge_gpus == 2 else u("decode_7b_s")
+    from .resources import _limits, params_rule_gpus
+
+    # the judge jobs' GPUs as the rules request them (prbench.plan.resources.params_rule_gpus)
+    judge_gpus = params_rule_gpus(float(judge.get("params_b") or 32), _limits(cfg)[0])
+    judge_step = u("decode_32b_s") if judge_gpus >= 2 else u("decode_7b_s")
     rows = _Rows()
     posts = q_test * POSTS_PER_USER + sum(train_q[s] for s in subsets) * POSTS_PER_USER
     rows.add("retrieval (contriever)", f"{posts:,} posts x 256 tokens", forward_s(0.11e9, posts * 256),

@@ -390,3 +390,25 @@ def table(cfg: dict) -> list[dict]:
 
 
 JOB_ORDER = ("benchmark scoring", "BoN scoring", "PPO reward", "GRPO reward")
+
+
+def outside_methods(cfg: dict) -> dict:
+    """The downstream RMs a config leaves out of ppo.rms / grpo.rms, by why they could not be there:
+    {"PPO": {"cannot be sharded (weights > one GPU)": [...], "do not fit by the memory plan": [...],
+    "fit": [...]}, "GRPO": ...} (methods enabled and with an rms list only)."""
+    policy = next(iter(cfg["policies"]))
+    out = {}
+    for method, fn in (("ppo", ppo_reward), ("grpo", grpo_reward)):
+        sec = cfg.get(method) or {}
+        if not sec.get("enabled") or sec.get("rms") is None:
+            continue
+        groups: dict = {}
+        for r, e in cfg["reward_models"].items():
+            if not e.get("downstream", True) or r in sec["rms"]:
+                continue
+            p = fn(cfg, policy, r)
+            mode = ("cannot be sharded (weights > one GPU)" if p.sharding.startswith("cannot") else
+                    "do not fit by the memory plan" if not p.fits else "fit")
+            groups.setdefault(mode, []).append(r)
+        out[method.upper()] = groups
+    return out
