@@ -91,9 +91,10 @@ def print_resources(cfg: dict) -> None:
     gpu_mem, _ = RES._limits(cfg)
     rows = RES.table(cfg)
     print(f"5. resources per job (prbench.plan.resources, what rules/common.smk requests), resources.gpu_mem_gb "
-          f"{gpu_mem:g}; per job class and RM size class, the largest job:")
-    print(f"   {'job class':18s} {'RM size':7s} {'RMs':>3s} {'GPUs':>5s} {'GPU GB':>7s} {'host GB':>7s} {'time h':>6s}  "
-          "sharding (RMs)  [largest]")
+          f"{gpu_mem:g}; per job class and RM size class, the largest job (GPU GB: the job's planned GPU memory, in "
+          "all for a sharded RM, the peak GPU for PPO and GRPO; time h: its SLURM runtime at the first attempt):")
+    head = f"{'job class':18s} {'RM size':7s} {'RMs':>3s} {'GPUs':>5s} {'GPU GB':>7s} {'host GB':>7s} {'time h':>6s}"
+    print(f"   {head}  sharding (RMs)  [largest]")
     for r in rows:
         gpus = "-".join(map(str, (r["gpus"][0], r["gpus"][-1]) if len(r["gpus"]) > 1 else r["gpus"])) or "-"
         modes = ", ".join(f"{m} ({n})" for m, n in r["sharding"].items()) or "-"
