@@ -224,8 +224,9 @@ def policy_spec(name):
 # ---- resources ---------------------------------------------------------------------------
 # GPUs, host memory (mem_mb), runtime (minutes) and sharding of each job come from prbench.plan.resources,
 # which `python -m prbench.plan` prints too (one function, two callers): the RM jobs (score_benchmark,
-# score_bon, train_ppo, train_grpo) from the memory plans and the cost model, the policy and judge jobs from
-# the params_b rule. The demo keeps 0 GPUs, cpu_mem_mb and 30 minutes.
+# score_bon, train_ppo, train_grpo) and the judge's and the policy's (sample_bon, base_answers, judge_bon,
+# judge_validity, eval_policy: RES.shared_job) from the memory plans and the cost model; the other small GPU
+# jobs from the params_b rule. The demo keeps 0 GPUs, cpu_mem_mb and 30 minutes.
 GPU_MEM_GB = config["resources"]["gpu_mem_gb"]
 CPU_MEM_MB = config["resources"]["cpu_mem_mb"]
 
@@ -281,6 +282,29 @@ def rm_runtime(stage):
 
 
 @functools.lru_cache(maxsize=None)
+def shared_plan(job, policy=None, subset=None):
+    """The plan of one judge or policy job (RES.shared_job): job sample_bon, base_answers, judge_bon,
+    judge_validity or eval_policy (subset: a per-subset run's evaluation)."""
+    return RES.shared_job(config, job, policy, subset)
+
+
+def _shared(job, wc):
+    return shared_plan(job, getattr(wc, "policy", None), getattr(wc, "subset", None))
+
+
+def shared_gpus(job):
+    return lambda wc: 0 if DEMO else _shared(job, wc).gpus
+
+
+def shared_mem_mb(job):
+    return lambda wc: CPU_MEM_MB if DEMO else _shared(job, wc).mem_mb
+
+
+def shared_runtime(job):
+    return lambda wc, attempt: 30 if DEMO else _shared(job, wc).runtime_min * attempt
+
+
+@functools.lru_cache(maxsize=None)
 def trained_plan(method, policy, rm, subset=None):
     """The plan of one train_ppo (per-subset run: subset) or train_grpo job."""
     if method == "ppo":
@@ -305,7 +329,6 @@ POLICY_TRUST = {p: bool(config["policies"][p]["trust_remote_code"]) for p in POL
 # policies.<p>.revision: a changed pin reruns exactly the jobs that load that policy. The revision lock
 # (prbench.revisions) is not a param: refreshing it reruns nothing (docs/DESIGN.md, "Revision lock").
 POLICY_REVISION = {p: config["policies"][p].get("revision") for p in POLICIES}
-POLICY_B = {p: _params_b(config["policies"][p], 0.5) for p in POLICIES}
 
 
 # RMs whose input is a tokenized chat read by a classifier head (prbench.rms.classifier): the ones that

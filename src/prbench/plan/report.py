@@ -107,9 +107,10 @@ def print_resources(cfg: dict) -> None:
         for mode, names in groups.items():
             print(f"   {method} reward, downstream RMs outside {method.lower()}.rms that {mode}: {len(names)} "
                   f"({', '.join(names)})")
+    print("   the judge's and the policy's jobs (prbench.plan.resources.shared_job; eval_policy: a pooled run's):")
     for p in RES.shared_jobs(cfg):
-        print(f"   {p.job} ({p.model}, {p.params_b:g}B): {p.gpus} GPU(s), {p.mem_mb / 1000:.0f} GB host, {p.sharding} "
-              "(params_b rule: 2.5 GB per billion + 4 GB; the rule's fixed runtime)")
+        print(f"   {p.job:18s} {p.model + ',':22s} {p.params_b:5.1f}B: {p.gpus} GPU(s), {p.need_gb:6.1f} GPU GB, "
+              f"{p.mem_mb / 1000:4.0f} GB host, {(p.runtime_min or 0) / 60:5.1f} h, {p.sharding}")
     for k, v in RES.MEMORY_SOURCES.items():
         print(f"   {k}: {v}")
 

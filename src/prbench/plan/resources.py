@@ -24,10 +24,21 @@ Job classes of an RM (`rm_inference`, `ppo_reward`, `grpo_reward`):
 * GRPO reward (`train_grpo`): one process on one GPU with the policy (the GRPO memory plan); the
   same refusal, naming `grpo.rms`.
 
-The judge and policy jobs (`sample_bon`, `base_answers`, `judge_bon`, `judge_validity`,
-`eval_policy`) keep the params_b rule `params_rule_gpus` / `params_rule_mem_mb` (not yet a memory
-plan); their sharding is device_map (transformers) or vLLM tensor parallel over the job's GPUs
-(`judge.backend` / `bon.backend` vllm: `prbench.models.vllm_engine_kwargs`).
+The judge and policy jobs (`shared_job`: `sample_bon`, `base_answers`, `judge_bon`,
+`judge_validity`, `eval_policy`): the same treatment. GPU memory = the weights in bf16 (the policy's
+shape as the PPO plan reads it, the judge's from `judge.model` / `judge.params_b`) plus one `generate`
+call (`generation_activations`: KV cache, prefill or step logits) of a batch: `bon.batch_size` rows
+of `cost.PROMPT_TOKENS` + `bon.max_new_tokens` (sampling), 32 rows of `ppo.eval_max_new_tokens`
+(`generate_answers`' batch: base and evaluation answers), `judge.batch_size` rows of
+`cost.JUDGE_PROMPT_TOKENS` + `judge.max_new_tokens` (judging); `eval_policy` loads the policy and then
+the judge: both planned at once (an upper bound). x `ALLOCATOR_OVERHEAD`. GPUs: transformers as an RM
+job (device_map over them when more than one); vLLM (`judge.backend` / `bon.backend` vllm) the fewest
+GPUs whose `gpu_memory_utilization` share holds it, tensor parallel over `judge.tensor_parallel_size`
+of them (null: every GPU the job holds, `prbench.models.vllm_engine_kwargs`). A
+`judge.tensor_parallel_size` above the job's GPUs, or too small for the judge to fit, is refused
+(`check_judge_engine`, called by rules/judge.smk at parse time). Runtime: the cost model's seconds
+(policy steps at the measured `policy_decode_s`, judge steps from `cost.judge_step_s`) x
+`RUNTIME_MARGIN`, as for the RMs.
 
 Host memory (`mem_mb`): the weights as loaded (a single-GPU load materialises the checkpoint on the
 host before `.to(device)`; a device_map load moves it shard by shard, planned the same way: the
@@ -55,7 +66,7 @@ from . import cost
 
 # device_map's per-GPU cap: multi_gpu_kwargs' max_memory is 90% of each card (prbench.models)
 DEVICE_MAP_FRACTION = 0.9
-DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "float16": 2, "float32": 4}  # auto = bf16 on GPU (models.auto_dtype)
+DTYPE_BYTES = cost.DTYPE_BYTES
 HOST_OVERHEAD_MB = 8000  # ASSUMED: Python, torch, CUDA context, tokenizer and data per process (the old rule's +8 GB)
 RUNTIME_MARGIN = 3.0     # ASSUMED: SLURM time limit = 3 x the cost model's estimate (its units are mostly assumed)
 RUNTIME_FLOOR_MIN = 60   # ASSUMED: model download from the shared cache, load and startup
@@ -92,6 +103,7 @@ class JobPlan:
     why: str = ""            # why it does not fit / cannot be sharded (with the config key)
     shape: str = ""          # config.json | known | approximate
     parts_gb: dict = field(default_factory=dict)
+    tensor_parallel: int = 1  # GPUs a vLLM engine reads the weights on at once (1: transformers, device_map)
 
 
 # ---- small rules, each with its own test ----------------------------------------------------------
@@ -327,27 +339,137 @@ def grpo_reward(cfg: dict, policy: str, rm: str) -> JobPlan:
                    parts_gb=p.parts_gb)
 
 
-def shared_jobs(cfg: dict) -> list[JobPlan]:
-    """The judge's and the policy's jobs (params_b rule, the rules' fixed runtimes)."""
-    gpu_mem, cpu_mem = _limits(cfg)
+# ---- the judge's and the policy's jobs ------------------------------------------------------------------
+
+SHARED_JOBS = {  # rule -> job class (the plan's rows)
+    "sample_bon": "BoN sampling", "base_answers": "base answers", "judge_bon": "judge (BoN samples)",
+    "judge_validity": "judge validity", "eval_policy": "policy evaluation",
+}
+EVAL_BATCH = 32  # generate_answers' batch (prbench.downstream.policy): base and evaluation answers
+
+
+def _judge_shape(cfg: dict):
     judge = cfg["judge"]
-    out = []
-    policy = next(iter(cfg["policies"]))
-    pb = float(cfg["policies"][policy].get("params_b") or 0.5)
-    g = params_rule_gpus(pb, gpu_mem)
-    bon_backend = "vllm" if cfg["bon"].get("backend") == "vllm" else "transformers"
-    out.append(JobPlan("BoN sampling, base answers", policy, pb, g, 0.0, params_rule_mem_mb(pb, cpu_mem), None,
-                       inference_sharding(g, bon_backend)))
-    if judge["backend"] != "minilm":
-        jb = float(judge.get("params_b") or 1.0)
-        g = params_rule_gpus(jb, gpu_mem)
-        tp = judge.get("tensor_parallel_size") if judge["backend"] == "vllm" else None
-        out.append(JobPlan("judge (judge_bon, judge_validity)", "judge", jb, g, 0.0, params_rule_mem_mb(jb, cpu_mem),
-                           None, inference_sharding(g, judge["backend"], tp)))
-        g = params_rule_gpus(jb + pb, gpu_mem)
-        out.append(JobPlan("policy evaluation (eval_policy)", "judge + policy", jb + pb, g, 0.0,
-                           params_rule_mem_mb(jb + pb, cpu_mem), None, inference_sharding(g, judge["backend"], tp)))
-    return out
+    from ..downstream.ppo.memory import planned_ref
+
+    try:
+        return model_shape(planned_ref(cfg, str(judge["model"])), judge.get("params_b"))
+    except ValueError:  # no config.json, not in the table, no params_b: as the rules' old default (1B)
+        return model_shape(str(judge["model"]), 1.0)
+
+
+def _gen_parts(prefix: str, shape, rows: int, prompt: int, new: int) -> dict:
+    """Bytes of a bf16 model generating `rows` rows of `prompt` + `new` tokens: weights, KV cache,
+    the larger of the prefill's activations and the step logits."""
+    ga = generation_activations(shape, rows, prompt, prompt + new, kv_bytes=2, act_bytes=2)
+    return {f"{prefix} weights": 2 * shape.params, f"{prefix} KV cache": ga["kv"],
+            f"{prefix} prefill or step logits": max(ga["prefill"], ga["step"])}
+
+
+def _engine(cfg: dict, job: str) -> tuple[str, dict]:
+    """(backend, vLLM engine section) of a job: the judge's for the judging jobs and eval_policy, bon's for
+    sample_bon (its vLLM engine reads no section: the judge schema's defaults, prbench.models.vllm_engine_kwargs)."""
+    if job == "sample_bon":
+        return ("vllm" if cfg["bon"].get("backend") == "vllm" else "transformers"), {}
+    if job == "base_answers":
+        return "transformers", {}
+    judge = entry_with_defaults(cfg["judge"], "judge")
+    return judge["backend"], judge
+
+
+def shared_job(cfg: dict, job: str, policy: str | None = None, subset: str | None = None) -> JobPlan:
+    """One judge or policy job (`job`: a key of SHARED_JOBS; `policy`: the config's first when None;
+    `subset`: eval_policy of a per-subset run). Raises ValueError naming judge.tensor_parallel_size when
+    the judge's vLLM tensor parallel size does not match the job's GPUs."""
+    if job not in SHARED_JOBS:
+        raise ValueError(f"job {job!r}: one of {sorted(SHARED_JOBS)}")
+    gpu_mem, cpu_mem = _limits(cfg)
+    policy = policy or next(iter(cfg["policies"]))
+    from ..downstream.ppo.memory import shapes_for_config
+
+    pol = shapes_for_config(cfg, policy, next(iter(cfg["reward_models"])))[0]
+    judge = cfg["judge"]
+    ppo = entry_with_defaults(cfg["ppo"], "ppo")
+    q = _q_test(cfg)
+    if subset is not None:
+        q = cost.TEST_QUESTIONS.get(subset, UNKNOWN_SUBSET)
+    ev_new, ev_n = int(ppo["eval_max_new_tokens"]), int(ppo.get("eval_samples") or 1)
+    backend, engine = _engine(cfg, job)
+    uses_judge = job in ("judge_bon", "judge_validity", "eval_policy")
+    parts: dict = {}
+    if job in ("sample_bon", "base_answers", "eval_policy"):
+        if job == "sample_bon":
+            rows, new = int(cfg["bon"].get("batch_size") or 32), int(cfg["bon"]["max_new_tokens"])
+        else:
+            rows, new = EVAL_BATCH, ev_new
+        parts.update(_gen_parts("policy", pol, rows, cost.PROMPT_TOKENS, new))
+    jshape = _judge_shape(cfg) if uses_judge else None
+    if uses_judge:
+        if backend == "minilm":  # a sentence encoder: its weights only
+            parts["judge weights"] = 2 * jshape.params
+        else:
+            parts.update(_gen_parts("judge", jshape, int(judge.get("batch_size") or 16), cost.JUDGE_PROMPT_TOKENS,
+                                    int(judge["max_new_tokens"])))
+    need = sum(parts.values()) * ALLOCATOR_OVERHEAD / GB
+    weights_gb = sum(v for k, v in parts.items() if k.endswith("weights")) / GB
+    tp = 1
+    if backend == "vllm":
+        util = float(entry_with_defaults(engine, "judge")["gpu_memory_utilization"])
+        gpus = max(1, math.ceil(need / (util * gpu_mem) - 1e-9))
+        tp = int(engine.get("tensor_parallel_size") or gpus)
+        if uses_judge:
+            _check_tp(tp, gpus, need, util, gpu_mem, job)
+    else:
+        gpus = gpus_for_need(need, weights_gb, gpu_mem)
+    # seconds: policy decode steps at the measured policy_decode_s, judge steps from the decode-step model
+    pol_step = cost.u("policy_decode_s")
+    if job == "sample_bon":
+        per_shard = math.ceil(q / int(cfg["bon"]["shards"])) * int(cfg["bon"]["n"])
+        seconds = cost.decode_calls_s(per_shard, int(cfg["bon"].get("batch_size") or 32),
+                                      int(cfg["bon"]["max_new_tokens"]), pol_step)
+    elif job == "base_answers":
+        seconds = cost.decode_calls_s(q * ev_n, EVAL_BATCH, ev_new, pol_step)
+    else:
+        calls = {"judge_bon": q * int(cfg["bon"]["n"]), "judge_validity": 2 * q,
+                 # its answers and the base policy's (judged here unless the shared cache has them)
+                 "eval_policy": 2 * q * ev_n}[job]
+        seconds = 0.0 if backend == "minilm" else cost.judge_calls_s(cfg, calls, tp if backend == "vllm" else 1)
+        if job == "eval_policy":
+            seconds += cost.decode_calls_s(q * ev_n, EVAL_BATCH, ev_new, pol_step)
+    pb = pol.params / 1e9 if not uses_judge else jshape.params / 1e9 + (pol.params / 1e9 if job == "eval_policy" else 0)
+    model = {"sample_bon": policy, "base_answers": policy, "eval_policy": f"{policy} + judge"}.get(job, "judge")
+    return JobPlan(SHARED_JOBS[job], model, round(pb, 2), gpus, round(need, 2), host_mem_mb(weights_gb * GB, cpu_mem),
+                   runtime_min(seconds), inference_sharding(gpus, backend, tp),
+                   shape=(jshape or pol).source, parts_gb={k: round(v / GB, 2) for k, v in parts.items()},
+                   tensor_parallel=tp)
+
+
+def _check_tp(tp: int, gpus: int, need: float, util: float, gpu_mem: float, job: str) -> None:
+    where = (f"the {job} job holds {gpus} GPU(s): the judge's weights and one batch's KV cache, {need:.1f} GB, in "
+             f"judge.gpu_memory_utilization {util:g} of resources.gpu_mem_gb {gpu_mem:g} per GPU "
+             "(prbench.plan.resources.shared_job)")
+    if tp > gpus:
+        raise ValueError(f"config key judge.tensor_parallel_size: {tp} exceeds the GPUs of its jobs; {where}. "
+                         f"Set it to at most {gpus}, or null (every GPU the job holds)")
+    if need / tp > util * gpu_mem:
+        raise ValueError(f"config key judge.tensor_parallel_size: {tp} GPU(s) cannot hold the judge "
+                         f"({need / tp:.1f} GB each); {where}. Set it to {gpus}, or null")
+
+
+def check_judge_engine(cfg: dict) -> None:
+    """Parse-time check of the judge's vLLM engine (rules/judge.smk): raises ValueError naming
+    judge.tensor_parallel_size when a judging job cannot run with it."""
+    if cfg["judge"]["backend"] == "vllm":
+        for job in ("judge_bon", "judge_validity", "eval_policy"):
+            shared_job(cfg, job)
+
+
+def shared_jobs(cfg: dict) -> list[JobPlan]:
+    """The judge's and the policy's jobs of the config's first policy (the judge's only with an LLM judge)."""
+    jobs = ["sample_bon", "base_answers"]
+    if cfg["judge"]["backend"] != "minilm":
+        jobs += ["judge_bon", "judge_validity", "eval_policy"]
+    return [shared_job(cfg, j) for j in jobs]
 
 
 def plans(cfg: dict) -> list[JobPlan]:
