@@ -134,9 +134,10 @@ def _resources(job):
 @pytest.mark.dag
 def test_the_rules_request_the_modules_numbers(study, tmp_path):
     """Snakemake's dry run of the study config prints each job's resources: those of score_benchmark,
-    score_bon, train_ppo_subset and train_grpo are the module's."""
-    run = dry_run("--configfiles", *STUDY, "-p", "--until", "score_benchmark", "score_bon", "train_ppo_subset",
-                  "train_grpo", workdir=tmp_path)
+    score_bon, train_ppo_subset, train_grpo and the judge's and policy's jobs (sample_bon, base_answers,
+    judge_bon, judge_validity, eval_policy, eval_policy_subset) are the module's."""
+    # the whole DAG (a --until over these rules hits Snakemake's "Out of jobs ready to be started" bug)
+    run = dry_run("--configfiles", *STUDY, "-p", workdir=tmp_path)
     seen = set()
     for job in run.jobs:
         w, res = job.wildcards, None
@@ -148,6 +149,10 @@ def test_the_rules_request_the_modules_numbers(study, tmp_path):
             res = R.ppo_reward(study, w["policy"], w["rm"], w["subset"])
         elif job.rule == "train_grpo":
             res = R.grpo_reward(study, w["policy"], w["rm"])
+        elif job.rule in ("sample_bon", "base_answers", "judge_bon", "judge_validity"):
+            res = R.shared_job(study, job.rule, w.get("policy"))
+        elif job.rule in ("eval_policy", "eval_policy_subset"):
+            res = R.shared_job(study, "eval_policy", w["policy"], w.get("subset"))
         if res is None:
             continue
         got = _resources(job)
@@ -155,7 +160,9 @@ def test_the_rules_request_the_modules_numbers(study, tmp_path):
             res.gpus, res.mem_mb, res.runtime_min), (job.rule, w)
         seen.add((job.rule, w.get("rm")))
     assert {("score_benchmark", "qwen25_72b_pairwise"), ("score_bon", "skywork_v02_gemma27b"),
-            ("train_ppo_subset", "skywork_v2_llama8b"), ("train_grpo", "skywork_v2_llama8b")} <= seen
+            ("train_ppo_subset", "skywork_v2_llama8b"), ("train_grpo", "skywork_v2_llama8b"),
+            ("sample_bon", None), ("base_answers", None), ("judge_bon", None), ("judge_validity", None),
+            ("eval_policy_subset", "skywork_v2_llama8b"), ("eval_policy", "skywork_v2_llama8b")} <= seen
     assert any(int(_resources(j)["gpu"]) == 3 for j in run.jobs if j.rule == "score_benchmark")
 
 
@@ -168,3 +175,58 @@ def test_plan_prints_the_resource_table(capsys):
     assert re.search(r"benchmark scoring\s+> 35B\s+3\s+2-3 .*device_map over 3 GPUs \(2\)", out)
     assert "outside ppo.rms that cannot be sharded (weights > one GPU): 3" in out
     assert "host: ASSUMED" in out and "measured on an H100" in out
+
+
+def test_the_32b_judge_and_the_policy_jobs_by_hand(study):
+    """judge_bon: Qwen2.5-32B (approximate shape from params_b 32: 32 layers, hidden 9088, 71 heads of
+    128, 17 KV heads, intermediate 31808) generating judge.batch_size 16 rows of 1,024 prompt + 32 new
+    tokens; runtime 45,280 calls / 16 x 32 steps x its decode step, x 3."""
+    p = R.shared_job(study, "judge_bon")
+    weights = 2 * 32e9
+    kv = 2 * 32 * 17 * 128 * (1024 + 32) * 16 * 2       # 4.71 GB
+    prefill = 16 * 1024 * (3 * 31808 + 4 * 9088) * 2     # 4.32 GB (> the step logits, 33 MB)
+    need = (weights + kv + prefill) * 1.04 / 1e9          # 75.94 GB: one 80 GB GPU
+    assert p.need_gb == pytest.approx(need, abs=0.01)
+    assert (p.gpus, p.sharding, p.tensor_parallel) == (1, "single GPU", 1)
+    assert p.mem_mb == 64000 + 8000
+    step = 64 / 1100 + 0.031                               # 0.0892 s: the decode-step model at 64 GB
+    assert p.runtime_min == math.ceil(3 * math.ceil(2830 * 16 / 16) * 32 * step / 60)  # 404 min
+    assert R.shared_job(study, "judge_validity").runtime_min == 60  # 5,660 calls: 19 min x 3 < the floor
+    # eval_policy: the 0.5B policy's answers (32 rows x (1,800 + 512) tokens) then the judge, planned at once
+    e = R.shared_job(study, "eval_policy", POLICY, "Lifestyle_and_Personal_Development")
+    assert e.gpus == 2 and e.sharding == "device_map over 2 GPUs" and e.need_gb > 80
+    q = 989
+    pol = math.ceil(q / 32) * 512 * 300 / (16 * 512)     # the measured policy step
+    judge = math.ceil(2 * q / 16) * 32 * step              # its answers and the base policy's
+    assert e.runtime_min == max(60, math.ceil(3 * (pol + judge) / 60))
+    # sample_bon: one shard of 2,830 / 8 questions x 16 samples in batches of 32
+    s = R.shared_job(study, "sample_bon", POLICY)
+    assert (s.gpus, s.runtime_min) == (1, math.ceil(3 * math.ceil(354 * 16 / 32) * 512 * 300 / (16 * 512) / 60))
+
+
+def test_a_judge_tensor_parallel_size_above_the_jobs_gpus_is_refused(study):
+    cfg = copy.deepcopy(study)
+    cfg["judge"]["backend"] = "vllm"
+    R.check_judge_engine(cfg)                               # null: every GPU the job holds
+    p = R.shared_job(cfg, "judge_bon")
+    assert p.gpus == 2 and p.sharding == "vLLM tensor parallel 2" and p.tensor_parallel == 2  # 75.9 GB > 0.9 x 80
+    for tp, why in ((4, "exceeds the GPUs of its jobs"), (1, "cannot hold the judge")):
+        cfg["judge"]["tensor_parallel_size"] = tp
+        with pytest.raises(ValueError, match=rf"^config key judge\.tensor_parallel_size: {tp} ") as err:
+            R.check_judge_engine(cfg)
+        assert why in str(err.value)
+    cfg["judge"]["tensor_parallel_size"] = 2
+    R.check_judge_engine(cfg)
+    assert R.shared_job(cfg, "judge_bon").runtime_min < R.shared_job(study, "judge_bon").runtime_min  # TP reads faster
+
+
+@pytest.mark.dag
+def test_the_workflow_refuses_the_judges_tensor_parallel_size_at_parse_time(tmp_path):
+    from helpers import SNAKEFILE, snakemake
+
+    over = tmp_path / "tp.yaml"
+    over.write_text("judge:\n  backend: vllm\n  tensor_parallel_size: 4\n", encoding="utf-8")
+    proc = snakemake("-n", "--cores", "1", "-s", SNAKEFILE, "-d", tmp_path / "w", "--configfiles", *STUDY, over,
+                     cwd=REPO)
+    assert proc.returncode != 0
+    assert "config key judge.tensor_parallel_size: 4 exceeds the GPUs of its jobs" in proc.stdout + proc.stderr

@@ -54,10 +54,12 @@ H100_BF16 = 989e12
 UNIT = {
     "policy_decode_s": (300 / (16 * 512), "measured: H100 PPO step 300 s = 16 generate calls x 512 tokens "
                                           "(perf/gpu_runs/h100_ppo_memory_p2048.json, perf/README.md)"),
-    "decode_bw_gbs": (1100.0, "ASSUMED: weight bytes one H100 reads per second in an HF decode step (33% of the "
-                              "H100 SXM's 3.35 TB/s HBM3 peak), fitted with decode_overhead_s to DECODE_ANCHORS"),
+    "decode_bw_gbs": (1100.0, "ASSUMED: GB of weights one H100 reads per second in an HF decode step (33% of the "
+                              "H100 SXM's 3.35 TB/s HBM3 peak); step = weight bytes / (this x GPUs of vLLM tensor "
+                              "parallel; device_map: 1) + decode_overhead_s, fitted to two ASSUMED steps, not "
+                              "measured: 7.5B bf16 (15 GB) 0.045 s, the 32B judge (64 GB) 0.09 s"),
     "decode_overhead_s": (0.031, "ASSUMED: fixed cost of one HF decode step (Python, kernel launches, sampling), "
-                                 "fitted with decode_bw_gbs to DECODE_ANCHORS"),
+                                 "fitted with decode_bw_gbs to the same two ASSUMED steps"),
     "mfu_forward": (0.35, "ASSUMED: forward (prefill) throughput = 35% of H100 bf16 peak 989 TFLOP/s"),
     "train_flops_factor": (3.0, "forward + backward = 3x forward FLOPs (standard)"),
 }
