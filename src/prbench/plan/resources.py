@@ -342,7 +342,7 @@ def grpo_reward(cfg: dict, policy: str, rm: str) -> JobPlan:
 # ---- the judge's and the policy's jobs ------------------------------------------------------------------
 
 SHARED_JOBS = {  # rule -> job class (the plan's rows)
-    "sample_bon": "BoN sampling", "base_answers": "base answers", "judge_bon": "judge (BoN samples)",
+    "sample_bon": "BoN sampling", "base_answers": "base answers", "judge_bon": "BoN judging",
     "judge_validity": "judge validity", "eval_policy": "policy evaluation",
 }
 EVAL_BATCH = 32  # generate_answers' batch (prbench.downstream.policy): base and evaluation answers
