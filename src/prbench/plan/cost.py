@@ -31,7 +31,7 @@ import copy
 import math
 
 from ..config import entry_with_defaults
-from ..downstream.ppo.memory import plan_for_config
+from ..downstream.ppo.memory import DTYPE_BYTES, plan_for_config
 
 # --- data sizes (not in the config) -------------------------------------------------------------
 # Questions per subset of the released Personalized RewardBench test split (perf/bench_judge_cost.py);
@@ -71,7 +71,6 @@ DECODE_ANCHORS = {
     "32B judge, device_map over 2 GPUs (32B x 2 bytes)": (64e9, 2, 0.09),
 }
 DECODE_UNITS = ["decode_bw_gbs", "decode_overhead_s"]
-DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "float16": 2, "float32": 4}  # auto = bf16 on GPU (models.auto_dtype)
 # RM size classes of the per-class totals (params_b upper bounds, inclusive)
 SIZE_CLASSES = ((2.0, "<= 2B"), (10.0, "2-10B"), (35.0, "10-35B"), (math.inf, "> 35B"))
 

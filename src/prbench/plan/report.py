@@ -6,6 +6,7 @@ import sys
 
 import yaml
 
+from ..downstream.ppo.memory import resource_limits
 from . import ASSUMPTIONS, decidable, downstream_rms, family_power, job_counts, load_layered, method_rm_count, unpinned
 from . import resources as RES
 from .cost import SIZE_CLASSES, TEST_QUESTIONS, TRAIN_QUESTIONS, UNIT, stage_group, stages, u
@@ -88,7 +89,7 @@ def print_unpinned(cfg: dict) -> None:
 
 
 def print_resources(cfg: dict) -> None:
-    gpu_mem, _ = RES._limits(cfg)
+    gpu_mem, _ = resource_limits(cfg)
     rows = RES.table(cfg)
     print(f"5. resources per job (prbench.plan.resources, what rules/common.smk requests), resources.gpu_mem_gb "
           f"{gpu_mem:g}; per job class and RM size class, the largest job (GPU GB: the job's planned GPU memory, in "

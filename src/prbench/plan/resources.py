@@ -57,10 +57,15 @@ from dataclasses import dataclass, field
 from ..config import entry_with_defaults, with_defaults
 from ..downstream.ppo.memory import (
     ALLOCATOR_OVERHEAD,
+    DEFAULT_RM_B,
     GB,
     RM_ACT_BYTES,
+    check_reward_fits_one_gpu,
     generation_activations,
     model_shape,
+    resource_limits,
+    rm_kind_info,
+    rm_shape,
 )
 from . import cost
 
@@ -70,7 +75,6 @@ DTYPE_BYTES = cost.DTYPE_BYTES
 HOST_OVERHEAD_MB = 8000  # ASSUMED: Python, torch, CUDA context, tokenizer and data per process (the old rule's +8 GB)
 RUNTIME_MARGIN = 3.0     # ASSUMED: SLURM time limit = 3 x the cost model's estimate (its units are mostly assumed)
 RUNTIME_FLOOR_MIN = 60   # ASSUMED: model download from the shared cache, load and startup
-DEFAULT_RM_B = 0.5       # an RM with no shape and no params_b: planned as 0.5B (the rules' old default)
 # Questions of a subset the cost model has no size for: the largest known (ASSUMED, runtime only)
 UNKNOWN_SUBSET = max(cost.TEST_QUESTIONS.values())
 UNKNOWN_TRAIN_SUBSET = max(cost.TRAIN_QUESTIONS.values())
@@ -148,35 +152,6 @@ def params_rule_mem_mb(params_b: float, cpu_mem_mb: int, train: bool = False) ->
 
 # ---- the config's models ----------------------------------------------------------------------------
 
-def _limits(cfg: dict) -> tuple[float, int]:
-    r = with_defaults(cfg.get("resources"), "resources")
-    return float(r["gpu_mem_gb"]), int(r["cpu_mem_mb"])
-
-
-def rm_ref(cfg: dict, rm: str) -> str:
-    """Where an RM's weights are (as prbench.downstream.ppo.memory.shapes_for_config reads them)."""
-    e = cfg["reward_models"][rm]
-    if "train" in e:
-        return f"results/models/rm/{rm}"
-    if "from_policy" in e:
-        return cfg["policies"][e["from_policy"]]["path"]
-    return str(e.get("path", f"results/models/rm/{rm}"))
-
-
-def rm_shape(cfg: dict, rm: str):
-    e = cfg["reward_models"][rm]
-    try:
-        return model_shape(rm_ref(cfg, rm), e.get("params_b"))
-    except ValueError:  # no config.json, not in the table, no params_b: as the rules' old default
-        return model_shape(rm_ref(cfg, rm), DEFAULT_RM_B)
-
-
-def _kind(e: dict):
-    from ..rms import kind_info
-
-    return kind_info(e["kind"])
-
-
 def _q_test(cfg: dict) -> int:
     return sum(cost.TEST_QUESTIONS.get(s, UNKNOWN_SUBSET) for s in cfg["data"]["personalized"]["subsets"])
 
@@ -212,8 +187,8 @@ def rm_inference(cfg: dict, rm: str, stage: str, bench: str | None = None) -> Jo
         raise ValueError(f"stage {stage!r}: benchmark or bon")
     e = cfg["reward_models"][rm]
     job = "benchmark scoring" if stage == "benchmark" else "BoN scoring"
-    gpu_mem, cpu_mem = _limits(cfg)
-    info = _kind(e)
+    gpu_mem, cpu_mem = resource_limits(cfg)
+    info = rm_kind_info(e)
     pb = float(e.get("params_b") or DEFAULT_RM_B)
     seconds = _rm_seconds(cfg, rm, stage, bench)
     if not info.uses_gpu:
@@ -248,34 +223,6 @@ def _rm_seconds(cfg: dict, rm: str, stage: str, bench: str | None) -> float:
     return max(cost.benchmark_job(e, *v)["s"] for v in sets.values())
 
 
-def check_reward_fits_one_gpu(cfg: dict, method: str, rm: str) -> str:
-    """'' when the RM's weights fit one GPU; else why it cannot be `method`'s reward (ppo, grpo),
-    naming the config keys. Both trainers hold the whole RM on one GPU (PPO: one copy per training
-    process on the last GPU, prbench.downstream.ppo.launch; GRPO: beside the policy): no device_map,
-    no tensor parallel, so no count of GPUs or batch setting helps."""
-    e = cfg["reward_models"][rm]
-    if not _kind(e).uses_gpu:
-        return ""
-    gpu_mem, _ = _limits(cfg)
-    spec = entry_with_defaults(e, "reward_models.*")
-    shape = rm_shape(cfg, rm)
-    w = DTYPE_BYTES[spec["dtype"] or "auto"] * shape.params * ALLOCATOR_OVERHEAD / GB
-    if w <= gpu_mem:
-        return ""
-    chosen = (cfg.get(method) or {}).get("rms")
-    how = (f"remove it from {method}.rms" if chosen is not None else
-           f"{method}.rms is null (every downstream RM): list the RMs without it, or set "
-           f"reward_models.{rm}.downstream: false")
-    return (f"config key {method}.rms: reward_models.{rm} ({shape.params / 1e9:.1f}B parameters, {w:.1f} GB of "
-            f"weights as loaded) cannot be the {method.upper()} reward at resources.gpu_mem_gb {gpu_mem:g}: train_"
-            f"{method} holds the whole RM on one GPU ("
-            + ("one copy per training process on the job's last GPU, prbench.downstream.ppo.launch"
-               if method == "ppo" else "beside the policy, prbench.downstream.grpo.train")
-            + "; no device_map, no tensor parallel), and its weights alone exceed one GPU. "
-            f"{how[0].upper() + how[1:]} (it is still scored on the benchmarks and as a BoN scorer, "
-            "sharded with device_map).")
-
-
 def _policy_params(cfg: dict, policy: str) -> float:
     from ..downstream.ppo.memory import shapes_for_config
 
@@ -285,7 +232,7 @@ def _policy_params(cfg: dict, policy: str) -> float:
 def ppo_reward(cfg: dict, policy: str, rm: str, subset: str | None = None) -> JobPlan:
     """One train_ppo job (`subset`: a per-subset run, ppo.per_subset; None: the pooled run, or the
     longest subset's when the config trains per subset)."""
-    gpu_mem, cpu_mem = _limits(cfg)
+    gpu_mem, cpu_mem = resource_limits(cfg)
     e = cfg["reward_models"][rm]
     pb = float(e.get("params_b") or DEFAULT_RM_B)
     why = check_reward_fits_one_gpu(cfg, "ppo", rm)
@@ -306,7 +253,7 @@ def ppo_reward(cfg: dict, policy: str, rm: str, subset: str | None = None) -> Jo
     else:
         sharding = (f"DDP over {p.train_processes} training GPU(s), RM on GPU {p.gpus} "
                     f"({p.train_processes} whole cop{'y' if p.train_processes == 1 else 'ies'})")
-    rm_bytes = 2 * rm_shape(cfg, rm).params if _kind(e).uses_gpu else 0.0
+    rm_bytes = 2 * rm_shape(cfg, rm).params if rm_kind_info(e).uses_gpu else 0.0
     pol = _policy_params(cfg, policy)
     # per process: policy and critic (fp32), reference (bf16), its RM copy; once: the optimizer state a
     # checkpoint save gathers (2 x 8 bytes per policy parameter)
@@ -319,7 +266,7 @@ def grpo_reward(cfg: dict, policy: str, rm: str) -> JobPlan:
     """One train_grpo job: one process on one GPU, the RM beside the policy."""
     from ..downstream.grpo.memory import grpo_plan_for_config, grpo_refusal
 
-    gpu_mem, cpu_mem = _limits(cfg)
+    gpu_mem, cpu_mem = resource_limits(cfg)
     e = cfg["reward_models"][rm]
     pb = float(e.get("params_b") or DEFAULT_RM_B)
     why = check_reward_fits_one_gpu(cfg, "grpo", rm)
@@ -332,7 +279,7 @@ def grpo_reward(cfg: dict, policy: str, rm: str) -> JobPlan:
                        why=f"train_grpo {policy}/{rm}: {grpo_refusal(p)}", parts_gb=p.parts_gb)
     g = entry_with_defaults(cfg.get("grpo") or {}, "grpo")
     pol = _policy_params(cfg, policy)
-    rm_bytes = 2 * rm_shape(cfg, rm).params if _kind(e).uses_gpu else 0.0
+    rm_bytes = 2 * rm_shape(cfg, rm).params if rm_kind_info(e).uses_gpu else 0.0
     load = (4 + (2 if float(g["beta"]) > 0 else 0) + 8) * pol + rm_bytes
     return JobPlan("GRPO reward", rm, pb, 1, p.peak_gb, host_mem_mb(load, cpu_mem),
                    runtime_min(cost.grpo_job(cfg, _train_q(cfg))["s"]), "single GPU: policy and RM",
@@ -383,7 +330,7 @@ def shared_job(cfg: dict, job: str, policy: str | None = None, subset: str | Non
     the judge's vLLM tensor parallel size does not match the job's GPUs."""
     if job not in SHARED_JOBS:
         raise ValueError(f"job {job!r}: one of {sorted(SHARED_JOBS)}")
-    gpu_mem, cpu_mem = _limits(cfg)
+    gpu_mem, cpu_mem = resource_limits(cfg)
     policy = policy or next(iter(cfg["policies"]))
     from ..downstream.ppo.memory import shapes_for_config
 
@@ -476,7 +423,7 @@ def plans(cfg: dict) -> list[JobPlan]:
     """Every RM job class of the config: benchmark scoring per RM, BoN scoring per downstream RM,
     PPO / GRPO reward per RM of ppo.rms / grpo.rms (when enabled), for the config's first policy."""
     rms = cfg["reward_models"]
-    down = [r for r, e in rms.items() if e.get("downstream", True)]
+    down = [r for r, e in rms.items() if entry_with_defaults(e, "reward_models.*")["downstream"]]
     out = [rm_inference(cfg, r, "benchmark") for r in rms]
     out += [rm_inference(cfg, r, "bon") for r in down]
     policy = next(iter(cfg["policies"]))
@@ -526,7 +473,7 @@ def outside_methods(cfg: dict) -> dict:
             continue
         groups: dict = {}
         for r, e in cfg["reward_models"].items():
-            if not e.get("downstream", True) or r in sec["rms"]:
+            if not entry_with_defaults(e, "reward_models.*")["downstream"] or r in sec["rms"]:
                 continue
             p = fn(cfg, policy, r)
             mode = ("cannot be sharded (weights > one GPU)" if p.sharding.startswith("cannot") else
