@@ -12,6 +12,7 @@ from prbench.downstream.grpo.memory import check_grpo_runs
 from prbench.downstream.ppo.memory import gpus_per_run, plan_for_config
 from prbench.plan import load_layered
 from prbench.plan import resources as R
+from prbench.plan.sizing import gpus_for_need
 
 STUDY = [REPO / "config.yaml", REPO / "configs" / "study.yaml"]
 POLICY = "qwen25_05b"
@@ -93,9 +94,9 @@ def test_a_model_larger_than_one_gpu_gets_device_map_over_ceil_need_gpus(study, 
 
 
 def test_device_maps_per_gpu_cap_can_add_a_gpu():
-    assert R.gpus_for_need(79, 70, 40) == 2   # 70 GB of weights <= 0.9 x 2 x 40 = 72
-    assert R.gpus_for_need(79, 75, 40) == 3   # 75 > 72: a third GPU
-    assert R.gpus_for_need(30, 29, 40) == 1   # one GPU: no device_map, no cap
+    assert gpus_for_need(79, 70, 40) == 2   # 70 GB of weights <= 0.9 x 2 x 40 = 72
+    assert gpus_for_need(79, 75, 40) == 3   # 75 > 72: a third GPU
+    assert gpus_for_need(30, 29, 40) == 1   # one GPU: no device_map, no cap
     assert R.inference_sharding(2, "vllm") == "vLLM tensor parallel 2"
     assert R.inference_sharding(0) == "CPU"
 

@@ -32,6 +32,7 @@ import math
 
 from ..config import entry_with_defaults
 from ..downstream.ppo.memory import DTYPE_BYTES, plan_for_config
+from .sizing import PROMPT_TOKENS, rm_sizing, shared_sizing
 
 # --- data sizes (not in the config) -------------------------------------------------------------
 # Questions per subset of the released Personalized RewardBench test split (perf/bench_judge_cost.py);
@@ -43,11 +44,10 @@ TRAIN_QUESTIONS = {"Art_and_Entertainment": 3717, "Lifestyle_and_Personal_Develo
                    "Society_and_Culture": 5785}
 BASELINE_PAIRS = {"rewardbench": 2985, "rmbench": 1327 * 9}  # published sizes (RM-Bench: 9 pairs a prompt)
 BASELINE_PAIRS_UNKNOWN = 3000  # ASSUMED: pairs of a configured baseline with no published size above
-PROMPT_TOKENS = 1800     # question + 10 profile posts: 1,500-2,000 tokens (perf/README.md, prefix scoring)
+# PROMPT_TOKENS (question + 10 profile posts) and JUDGE_PROMPT_TOKENS: prbench.plan.sizing, which sizes the jobs' GPUs
 ANSWER_TOKENS = 150      # benchmark answers: ~150 tokens (perf/README.md, prefix scoring inputs)
 BASELINE_TOKENS = 600    # RewardBench / RM-Bench prompt + answer: ASSUMED
 POSTS_PER_USER = 100     # profile posts embedded per question by the retriever: ASSUMED
-JUDGE_PROMPT_TOKENS = 1024  # ASSUMED: the judge's rubric prompt (question, aspects, one answer of <= 512 tokens)
 
 # --- unit costs ----------------------------------------------------------------------------------
 H100_BF16 = 989e12
@@ -154,7 +154,7 @@ class _Rows(list):
 # ---- one job's work: what a score_benchmark, score_bon, train_ppo or train_grpo job computes --------
 # Seconds at one GPU's throughput (a job sharded with device_map runs its layers in sequence over its
 # GPUs: no faster than one GPU); the stage rows below sum the jobs, times the GPUs each job holds
-# (prbench.plan.resources), and prbench.plan.resources turns one job's seconds into its SLURM runtime.
+# (prbench.plan.sizing), and prbench.plan.resources turns one job's seconds into its SLURM runtime.
 
 def benchmark_sets(cfg: dict, q_test: int) -> dict[str, tuple[int, int]]:
     """Benchmark -> (pairs, tokens per sequence) of each score_benchmark job: personalized (the test
@@ -231,10 +231,8 @@ def grpo_job(cfg: dict, train_q: dict) -> dict:
 
 
 def _job_gpus(cfg: dict, name: str, stage: str) -> int:
-    """GPUs one job of an RM holds at `stage` (prbench.plan.resources: the memory plan), at least 1."""
-    from .resources import rm_inference
-
-    return max(1, rm_inference(cfg, name, stage).gpus)
+    """GPUs one job of an RM holds at `stage` (prbench.plan.sizing: its memory), at least 1."""
+    return max(1, rm_sizing(cfg, name, stage).gpus)
 
 
 def _benchmark_rows(rows: _Rows, cfg: dict, q_test: int) -> None:
@@ -254,14 +252,12 @@ def _benchmark_rows(rows: _Rows, cfg: dict, q_test: int) -> None:
 
 
 def _bon_rows(rows: _Rows, cfg: dict, q_test: int, down: dict, judge: dict) -> None:
-    """judge: the judge_bon job's plan (prbench.plan.resources.shared_job): its GPUs and tensor parallel size."""
+    """judge: the judge_bon job's GPUs and tensor parallel size (prbench.plan.sizing.shared_sizing)."""
     bon = cfg["bon"]
     n_sets = count(bon, "sample_sets")
     samples = q_test * int(bon["n"]) * n_sets
     new = int(bon["max_new_tokens"])
-    from .resources import shared_job
-
-    sample_gpus = max(1, shared_job(cfg, "sample_bon").gpus)
+    sample_gpus = max(1, shared_sizing(cfg, "sample_bon").gpus)
     rows.add("BoN sampling", f"{samples:,} answers x {new} tokens ({n_sets} sample set(s))",
              sample_gpus * decode_calls_s(samples, int(bon.get("batch_size") or 32), new, u("policy_decode_s")),
              ["policy_decode_s"])
@@ -328,10 +324,9 @@ def stages(cfg: dict, train_q: dict) -> list[dict]:
         raise SystemExit(f"config data.personalized.subsets: no known size for {missing} (prbench.plan.cost)")
     q_test = sum(TEST_QUESTIONS[s] for s in subsets)
     down = {n: e for n, e in cfg["reward_models"].items() if e["downstream"]}
-    from .resources import shared_job
-
-    # the judge's jobs as the rules request them (prbench.plan.resources.shared_job): GPUs, tensor parallel
-    jp = shared_job(cfg, "judge_bon")
+    # the judge's jobs as the rules request them (prbench.plan.sizing, as prbench.plan.resources): GPUs,
+    # tensor parallel
+    jp = shared_sizing(cfg, "judge_bon")
     judge = {"gpus": max(1, jp.gpus), "tp": jp.tensor_parallel}
     rows = _Rows()
     posts = q_test * POSTS_PER_USER + sum(train_q[s] for s in subsets) * POSTS_PER_USER
@@ -344,8 +339,9 @@ def stages(cfg: dict, train_q: dict) -> list[dict]:
     # judged in the eval_policy jobs (their GPUs, held while they answer and judge)
     answers = q_test + eval_answers
     ev_tokens = int(entry_with_defaults(cfg["ppo"], "ppo")["eval_max_new_tokens"])
-    base_s = max(1, shared_job(cfg, "base_answers").gpus) * decode_calls_s(q_test, 32, ev_tokens, u("policy_decode_s"))
-    eval_gpus = max(1, shared_job(cfg, "eval_policy").gpus) if cfg["judge"]["backend"] != "minilm" else 1
+    base_gpus = max(1, shared_sizing(cfg, "base_answers").gpus)
+    base_s = base_gpus * decode_calls_s(q_test, 32, ev_tokens, u("policy_decode_s"))
+    eval_gpus = max(1, shared_sizing(cfg, "eval_policy").gpus) if cfg["judge"]["backend"] != "minilm" else 1
     eval_s = eval_gpus * (decode_calls_s(eval_answers, 32, ev_tokens, u("policy_decode_s"))
                           + _judge_s(cfg, answers, judge))
     on = f" ({eval_gpus} GPUs a job)" if eval_gpus > 1 else ""

@@ -1,6 +1,8 @@
 """Resources of each GPU job class per model (GPUs, host memory, runtime, sharding), from the memory
 plans and the cost model; rules/common.smk's resource functions and `python -m prbench.plan` both
-call this module, so the Snakefile and the plan cannot disagree. Imports no torch.
+call this module, so the Snakefile and the plan cannot disagree. Imports no torch. The inference
+jobs' GPU memory and GPU counts are computed in `prbench.plan.sizing` (the cost model reads them there
+too); this module adds host memory, runtime and sharding.
 
 Job classes of an RM (`rm_inference`, `ppo_reward`, `grpo_reward`):
 
@@ -12,9 +14,10 @@ Job classes of an RM (`rm_inference`, `ppo_reward`, `grpo_reward`):
   generative RM's `generate` call (bf16 KV cache over the batch's tokens, the prefill's activations
   of one layer, the step logits: `prbench.downstream.ppo.memory.generation_activations`), times
   `ALLOCATOR_OVERHEAD`. GPUs: the fewest whole GPUs of `resources.gpu_mem_gb` that hold it, and
-  enough that the weights fit under device_map's per-GPU cap (`DEVICE_MAP_FRACTION`). More than one
-  GPU: "device_map over N GPUs" (`prbench.models.multi_gpu_kwargs`: every transformers RM load in a
-  job that sees several GPUs); the RM loaders have no vLLM path, so no RM job is tensor parallel.
+  enough that the weights fit under device_map's per-GPU cap (`sizing.DEVICE_MAP_FRACTION`). More
+  than one GPU: "device_map over N GPUs" (`prbench.models.multi_gpu_kwargs`: every transformers RM
+  load in a job that sees several GPUs); the RM loaders have no vLLM path, so no RM job is tensor
+  parallel.
 * PPO reward (`train_ppo`): the PPO memory plan (`prbench.downstream.ppo.memory.plan_for_config`,
   calibrated on an H100) gives the GPUs: one GPU holds policy, critic, reference and RM; with more,
   `gpus - 1` DDP training processes and the RM on the last GPU, a whole copy per process
@@ -28,9 +31,9 @@ The judge and policy jobs (`shared_job`: `sample_bon`, `base_answers`, `judge_bo
 `judge_validity`, `eval_policy`): the same treatment. GPU memory = the weights in bf16 (the policy's
 shape as the PPO plan reads it, the judge's from `judge.model` / `judge.params_b`) plus one `generate`
 call (`generation_activations`: KV cache, prefill or step logits) of a batch: `bon.batch_size` rows
-of `cost.PROMPT_TOKENS` + `bon.max_new_tokens` (sampling), 32 rows of `ppo.eval_max_new_tokens`
+of `sizing.PROMPT_TOKENS` + `bon.max_new_tokens` (sampling), 32 rows of `ppo.eval_max_new_tokens`
 (`generate_answers`' batch: base and evaluation answers), `judge.batch_size` rows of
-`cost.JUDGE_PROMPT_TOKENS` + `judge.max_new_tokens` (judging); `eval_policy` loads the policy and then
+`sizing.JUDGE_PROMPT_TOKENS` + `judge.max_new_tokens` (judging); `eval_policy` loads the policy and then
 the judge: both planned at once (an upper bound). x `ALLOCATOR_OVERHEAD`. GPUs: transformers as an RM
 job (device_map over them when more than one); vLLM (`judge.backend` / `bon.backend` vllm) the fewest
 GPUs whose `gpu_memory_utilization` share holds it, tensor parallel over `judge.tensor_parallel_size`
@@ -54,24 +57,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..config import entry_with_defaults, with_defaults
+from ..config import entry_with_defaults
 from ..downstream.ppo.memory import (
-    ALLOCATOR_OVERHEAD,
     DEFAULT_RM_B,
     GB,
-    RM_ACT_BYTES,
     check_reward_fits_one_gpu,
-    generation_activations,
-    model_shape,
     resource_limits,
     rm_kind_info,
     rm_shape,
 )
 from . import cost
+from .sizing import EVAL_BATCH, SHARED_JOBS, Sizing, policy_shape, rm_sizing, shared_sizing, uses_judge
 
-# device_map's per-GPU cap: multi_gpu_kwargs' max_memory is 90% of each card (prbench.models)
-DEVICE_MAP_FRACTION = 0.9
-DTYPE_BYTES = cost.DTYPE_BYTES
 HOST_OVERHEAD_MB = 8000  # ASSUMED: Python, torch, CUDA context, tokenizer and data per process (the old rule's +8 GB)
 RUNTIME_MARGIN = 3.0     # ASSUMED: SLURM time limit = 3 x the cost model's estimate (its units are mostly assumed)
 RUNTIME_FLOOR_MIN = 60   # ASSUMED: model download from the shared cache, load and startup
@@ -112,15 +109,6 @@ class JobPlan:
 
 # ---- small rules, each with its own test ----------------------------------------------------------
 
-def gpus_for_need(need_gb: float, weights_gb: float, gpu_mem_gb: float) -> int:
-    """Whole GPUs of `gpu_mem_gb` for a job needing `need_gb` in all, its `weights_gb` under
-    device_map's cap of DEVICE_MAP_FRACTION of each GPU when spread over more than one."""
-    n = max(1, math.ceil(need_gb / gpu_mem_gb - 1e-9))
-    if n > 1:
-        n = max(n, math.ceil(weights_gb / (DEVICE_MAP_FRACTION * gpu_mem_gb) - 1e-9))
-    return n
-
-
 def inference_sharding(gpus: int, backend: str = "transformers", tensor_parallel: int | None = None) -> str:
     """How a model in inference uses the job's GPUs."""
     if gpus <= 0:
@@ -160,56 +148,24 @@ def _train_q(cfg: dict) -> dict:
     return {s: cost.TRAIN_QUESTIONS.get(s, UNKNOWN_TRAIN_SUBSET) for s in cfg["data"]["personalized"]["subsets"]}
 
 
-def inference_parts(shape, dtype_bytes: int, generates: bool, tokens_per_batch: int, new_tokens: int,
-                    prompt_tokens: int) -> dict:
-    """Bytes of an RM in inference: weights, and one batch's activations (classifier forward, or
-    one generate call of a generative RM: rows x (prompt + reply) <= tokens_per_batch, one row at least)."""
-    parts = {"weights": dtype_bytes * shape.params}
-    if generates:
-        # one generate call: rows of prompt + reply whose tokens sum to at most tokens_per_batch (one row
-        # at least): its KV cache and prefill over that many tokens
-        total = max(tokens_per_batch, prompt_tokens + new_tokens)
-        ga = generation_activations(shape, 1, total - new_tokens, total, kv_bytes=dtype_bytes, act_bytes=dtype_bytes)
-        # the step logits of the most rows a batch can hold (one prompt token each): an upper bound
-        step = ga["step"] * max(1, tokens_per_batch // (new_tokens + 1))
-        parts["generate: KV cache of one batch"] = ga["kv"]
-        parts["generate: prefill activations or step logits"] = max(ga["prefill"], step)
-    else:
-        parts["forward activations of one batch"] = (max(tokens_per_batch, prompt_tokens)
-                                                     * (shape.hidden_size + shape.intermediate_size) * RM_ACT_BYTES)
-    return parts
-
-
 def rm_inference(cfg: dict, rm: str, stage: str, bench: str | None = None) -> JobPlan:
     """One RM job in inference: stage "benchmark" (score_benchmark; `bench` one benchmark, None = the
-    longest of its jobs) or "bon" (score_bon, one sample set)."""
-    if stage not in ("benchmark", "bon"):
-        raise ValueError(f"stage {stage!r}: benchmark or bon")
+    longest of its jobs) or "bon" (score_bon, one sample set). GPUs and GPU memory:
+    `prbench.plan.sizing.rm_sizing`."""
+    s = rm_sizing(cfg, rm, stage)
     e = cfg["reward_models"][rm]
     job = "benchmark scoring" if stage == "benchmark" else "BoN scoring"
-    gpu_mem, cpu_mem = resource_limits(cfg)
-    info = rm_kind_info(e)
+    _, cpu_mem = resource_limits(cfg)
     pb = float(e.get("params_b") or DEFAULT_RM_B)
-    seconds = _rm_seconds(cfg, rm, stage, bench)
-    if not info.uses_gpu:
-        return JobPlan(job, rm, pb, 0, 0.0, cpu_mem, runtime_min(seconds), "CPU")
-    spec = entry_with_defaults(e, "reward_models.*")
-    shape = rm_shape(cfg, rm)
-    dtype_bytes = DTYPE_BYTES[spec["dtype"] or "auto"]
-    scoring = with_defaults(cfg.get("scoring"), "scoring")
-    tokens = int(e.get("max_tokens_per_batch") or scoring["max_tokens_per_batch"])
-    prompt = int(spec.get("max_length") or scoring["max_length"] or 8192)
-    new = int(spec["max_new_tokens"])
-    if stage == "bon" and info.generates:
-        reward = entry_with_defaults(cfg.get("reward") or {}, "reward")
-        if reward["generative"] == "pointwise":
-            new = int(reward["generative_max_new_tokens"])
-    parts = inference_parts(shape, dtype_bytes, info.generates, tokens, new, prompt)
-    need = sum(parts.values()) * ALLOCATOR_OVERHEAD / GB
-    gpus = gpus_for_need(need, parts["weights"] / GB, gpu_mem)
-    return JobPlan(job, rm, pb, gpus, round(need, 2), host_mem_mb(parts["weights"], cpu_mem), runtime_min(seconds),
-                   inference_sharding(gpus), shape=shape.source,
-                   parts_gb={k: round(v / GB, 2) for k, v in parts.items()})
+    minutes = runtime_min(_rm_seconds(cfg, rm, stage, bench))
+    if not s.gpus:
+        return JobPlan(job, rm, pb, 0, 0.0, cpu_mem, minutes, "CPU")
+    return JobPlan(job, rm, pb, s.gpus, round(s.need_gb, 2), host_mem_mb(s.parts["weights"], cpu_mem), minutes,
+                   inference_sharding(s.gpus), shape=s.shapes["rm"].source, parts_gb=_gb(s))
+
+
+def _gb(s: Sizing) -> dict:
+    return {k: round(v / GB, 2) for k, v in s.parts.items()}
 
 
 def _rm_seconds(cfg: dict, rm: str, stage: str, bench: str | None) -> float:
@@ -221,12 +177,6 @@ def _rm_seconds(cfg: dict, rm: str, stage: str, bench: str | None) -> float:
     if bench is not None:
         return cost.benchmark_job(e, *sets[bench])["s"]
     return max(cost.benchmark_job(e, *v)["s"] for v in sets.values())
-
-
-def _policy_params(cfg: dict, policy: str) -> float:
-    from ..downstream.ppo.memory import shapes_for_config
-
-    return shapes_for_config(cfg, policy, next(iter(cfg["reward_models"])))[0].params
 
 
 def ppo_reward(cfg: dict, policy: str, rm: str, subset: str | None = None) -> JobPlan:
@@ -254,7 +204,7 @@ def ppo_reward(cfg: dict, policy: str, rm: str, subset: str | None = None) -> Jo
         sharding = (f"DDP over {p.train_processes} training GPU(s), RM on GPU {p.gpus} "
                     f"({p.train_processes} whole cop{'y' if p.train_processes == 1 else 'ies'})")
     rm_bytes = 2 * rm_shape(cfg, rm).params if rm_kind_info(e).uses_gpu else 0.0
-    pol = _policy_params(cfg, policy)
+    pol = policy_shape(cfg, policy).params
     # per process: policy and critic (fp32), reference (bf16), its RM copy; once: the optimizer state a
     # checkpoint save gathers (2 x 8 bytes per policy parameter)
     load = p.train_processes * (10 * pol + rm_bytes) + 16 * pol
@@ -278,7 +228,7 @@ def grpo_reward(cfg: dict, policy: str, rm: str) -> JobPlan:
         return JobPlan("GRPO reward", rm, pb, 1, p.peak_gb, 0, None, "does not fit", fits=False,
                        why=f"train_grpo {policy}/{rm}: {grpo_refusal(p)}", parts_gb=p.parts_gb)
     g = entry_with_defaults(cfg.get("grpo") or {}, "grpo")
-    pol = _policy_params(cfg, policy)
+    pol = policy_shape(cfg, policy).params
     rm_bytes = 2 * rm_shape(cfg, rm).params if rm_kind_info(e).uses_gpu else 0.0
     load = (4 + (2 if float(g["beta"]) > 0 else 0) + 8) * pol + rm_bytes
     return JobPlan("GRPO reward", rm, pb, 1, p.peak_gb, host_mem_mb(load, cpu_mem),
@@ -288,119 +238,44 @@ def grpo_reward(cfg: dict, policy: str, rm: str) -> JobPlan:
 
 # ---- the judge's and the policy's jobs ------------------------------------------------------------------
 
-SHARED_JOBS = {  # rule -> job class (the plan's rows)
-    "sample_bon": "BoN sampling", "base_answers": "base answers", "judge_bon": "BoN judging",
-    "judge_validity": "judge validity", "eval_policy": "policy evaluation",
-}
-EVAL_BATCH = 32  # generate_answers' batch (prbench.downstream.policy): base and evaluation answers
-
-
-def _judge_shape(cfg: dict):
-    judge = cfg["judge"]
-    from ..downstream.ppo.memory import planned_ref
-
-    try:
-        return model_shape(planned_ref(cfg, str(judge["model"])), judge.get("params_b"))
-    except ValueError:  # no config.json, not in the table, no params_b: as the rules' old default (1B)
-        return model_shape(str(judge["model"]), 1.0)
-
-
-def _gen_parts(prefix: str, shape, rows: int, prompt: int, new: int) -> dict:
-    """Bytes of a bf16 model generating `rows` rows of `prompt` + `new` tokens: weights, KV cache,
-    the larger of the prefill's activations and the step logits."""
-    ga = generation_activations(shape, rows, prompt, prompt + new, kv_bytes=2, act_bytes=2)
-    return {f"{prefix} weights": 2 * shape.params, f"{prefix} KV cache": ga["kv"],
-            f"{prefix} prefill or step logits": max(ga["prefill"], ga["step"])}
-
-
-def _engine(cfg: dict, job: str) -> tuple[str, dict]:
-    """(backend, vLLM engine section) of a job: the judge's for the judging jobs and eval_policy, bon's for
-    sample_bon (its vLLM engine reads no section: the judge schema's defaults, prbench.models.vllm_engine_kwargs)."""
-    if job == "sample_bon":
-        return ("vllm" if cfg["bon"].get("backend") == "vllm" else "transformers"), {}
-    if job == "base_answers":
-        return "transformers", {}
-    judge = entry_with_defaults(cfg["judge"], "judge")
-    return judge["backend"], judge
-
-
 def shared_job(cfg: dict, job: str, policy: str | None = None, subset: str | None = None) -> JobPlan:
     """One judge or policy job (`job`: a key of SHARED_JOBS; `policy`: the config's first when None;
-    `subset`: eval_policy of a per-subset run). Raises ValueError naming judge.tensor_parallel_size when
-    the judge's vLLM tensor parallel size does not match the job's GPUs."""
-    if job not in SHARED_JOBS:
-        raise ValueError(f"job {job!r}: one of {sorted(SHARED_JOBS)}")
-    gpu_mem, cpu_mem = resource_limits(cfg)
+    `subset`: eval_policy of a per-subset run). GPUs and GPU memory: `prbench.plan.sizing.shared_sizing`,
+    which raises ValueError naming judge.tensor_parallel_size when the judge's vLLM tensor parallel size
+    does not match the job's GPUs."""
+    s = shared_sizing(cfg, job, policy)
     policy = policy or next(iter(cfg["policies"]))
-    from ..downstream.ppo.memory import shapes_for_config
+    _, cpu_mem = resource_limits(cfg)
+    pol, jshape = s.shapes["policy"], s.shapes.get("judge")
+    pb = pol.params / 1e9 if not uses_judge(job) else jshape.params / 1e9 + (pol.params / 1e9 if job == "eval_policy"
+                                                                              else 0)
+    model = {"sample_bon": policy, "base_answers": policy, "eval_policy": f"{policy} + judge"}.get(job, "judge")
+    return JobPlan(SHARED_JOBS[job], model, round(pb, 2), s.gpus, round(s.need_gb, 2),
+                   host_mem_mb(s.weights_gb * GB, cpu_mem), runtime_min(_shared_seconds(cfg, job, s, subset)),
+                   inference_sharding(s.gpus, s.backend, s.tensor_parallel), shape=(jshape or pol).source,
+                   parts_gb=_gb(s), tensor_parallel=s.tensor_parallel)
 
-    pol = shapes_for_config(cfg, policy, next(iter(cfg["reward_models"])))[0]
-    judge = cfg["judge"]
+
+def _shared_seconds(cfg: dict, job: str, s: Sizing, subset: str | None) -> float:
+    """A judge or policy job's seconds: policy decode steps at the measured policy_decode_s, judge steps
+    from the decode-step model (at the job's vLLM tensor parallel size)."""
     ppo = entry_with_defaults(cfg["ppo"], "ppo")
-    q = _q_test(cfg)
-    if subset is not None:
-        q = cost.TEST_QUESTIONS.get(subset, UNKNOWN_SUBSET)
+    q = _q_test(cfg) if subset is None else cost.TEST_QUESTIONS.get(subset, UNKNOWN_SUBSET)
     ev_new, ev_n = int(ppo["eval_max_new_tokens"]), int(ppo.get("eval_samples") or 1)
-    backend, engine = _engine(cfg, job)
-    uses_judge = job in ("judge_bon", "judge_validity", "eval_policy")
-    parts: dict = {}
-    if job in ("sample_bon", "base_answers", "eval_policy"):
-        if job == "sample_bon":
-            rows, new = int(cfg["bon"].get("batch_size") or 32), int(cfg["bon"]["max_new_tokens"])
-        else:
-            rows, new = EVAL_BATCH, ev_new
-        parts.update(_gen_parts("policy", pol, rows, cost.PROMPT_TOKENS, new))
-    jshape = _judge_shape(cfg) if uses_judge else None
-    if uses_judge:
-        if backend == "minilm":  # a sentence encoder: its weights only
-            parts["judge weights"] = 2 * jshape.params
-        else:
-            parts.update(_gen_parts("judge", jshape, int(judge.get("batch_size") or 16), cost.JUDGE_PROMPT_TOKENS,
-                                    int(judge["max_new_tokens"])))
-    need = sum(parts.values()) * ALLOCATOR_OVERHEAD / GB
-    weights_gb = sum(v for k, v in parts.items() if k.endswith("weights")) / GB
-    tp = 1
-    if backend == "vllm":
-        util = float(entry_with_defaults(engine, "judge")["gpu_memory_utilization"])
-        gpus = max(1, math.ceil(need / (util * gpu_mem) - 1e-9))
-        tp = int(engine.get("tensor_parallel_size") or gpus)
-        if uses_judge:
-            _check_tp(tp, gpus, need, util, gpu_mem, job)
-    else:
-        gpus = gpus_for_need(need, weights_gb, gpu_mem)
-    # seconds: policy decode steps at the measured policy_decode_s, judge steps from the decode-step model
     pol_step = cost.u("policy_decode_s")
     if job == "sample_bon":
-        per_shard = math.ceil(q / int(cfg["bon"]["shards"])) * int(cfg["bon"]["n"])
-        seconds = cost.decode_calls_s(per_shard, int(cfg["bon"].get("batch_size") or 32),
-                                      int(cfg["bon"]["max_new_tokens"]), pol_step)
-    elif job == "base_answers":
-        seconds = cost.decode_calls_s(q * ev_n, EVAL_BATCH, ev_new, pol_step)
-    else:
-        calls = {"judge_bon": q * int(cfg["bon"]["n"]), "judge_validity": 2 * q,
-                 # its answers and the base policy's (judged here unless the shared cache has them)
-                 "eval_policy": 2 * q * ev_n}[job]
-        seconds = 0.0 if backend == "minilm" else cost.judge_calls_s(cfg, calls, tp if backend == "vllm" else 1)
-        if job == "eval_policy":
-            seconds += cost.decode_calls_s(q * ev_n, EVAL_BATCH, ev_new, pol_step)
-    pb = pol.params / 1e9 if not uses_judge else jshape.params / 1e9 + (pol.params / 1e9 if job == "eval_policy" else 0)
-    model = {"sample_bon": policy, "base_answers": policy, "eval_policy": f"{policy} + judge"}.get(job, "judge")
-    return JobPlan(SHARED_JOBS[job], model, round(pb, 2), gpus, round(need, 2), host_mem_mb(weights_gb * GB, cpu_mem),
-                   runtime_min(seconds), inference_sharding(gpus, backend, tp),
-                   shape=(jshape or pol).source, parts_gb={k: round(v / GB, 2) for k, v in parts.items()},
-                   tensor_parallel=tp)
-
-
-def _check_tp(tp: int, gpus: int, need: float, util: float, gpu_mem: float, job: str) -> None:
-    where = (f"the {job} job holds {gpus} GPU(s): the judge's weights and one batch's KV cache, {need:.1f} GB, in "
-             f"judge.gpu_memory_utilization {util:g} of resources.gpu_mem_gb {gpu_mem:g} per GPU "
-             "(prbench.plan.resources.shared_job)")
-    if tp > gpus:
-        raise ValueError(f"config key judge.tensor_parallel_size: {tp} exceeds the GPUs of its jobs; {where}. "
-                         f"Set it to at most {gpus}, or null (every GPU the job holds)")
-    if need / tp > util * gpu_mem:
-        raise ValueError(f"config key judge.tensor_parallel_size: {tp} GPU(s) cannot hold the judge "
-                         f"({need / tp:.1f} GB each); {where}. Set it to {gpus}, or null")
+        bon = cfg["bon"]
+        per_shard = math.ceil(q / int(bon["shards"])) * int(bon["n"])
+        return cost.decode_calls_s(per_shard, int(bon.get("batch_size") or 32), int(bon["max_new_tokens"]), pol_step)
+    if job == "base_answers":
+        return cost.decode_calls_s(q * ev_n, EVAL_BATCH, ev_new, pol_step)
+    calls = {"judge_bon": q * int(cfg["bon"]["n"]), "judge_validity": 2 * q,
+             # its answers and the base policy's (judged here unless the shared cache has them)
+             "eval_policy": 2 * q * ev_n}[job]
+    seconds = 0.0 if s.backend == "minilm" else cost.judge_calls_s(cfg, calls, s.tensor_parallel)
+    if job == "eval_policy":
+        seconds += cost.decode_calls_s(q * ev_n, EVAL_BATCH, ev_new, pol_step)
+    return seconds
 
 
 def check_judge_engine(cfg: dict) -> None:
