@@ -426,14 +426,15 @@ def resource_limits(cfg: dict) -> tuple[float, int]:
 
 
 def rm_ref(cfg: dict, rm: str) -> str:
-    """Where an RM's weights are (as prbench.downstream.ppo.memory.shapes_for_config reads them)."""
+    """The model an RM is planned as (as `shapes_for_config` reads it): its weights' folder, a replica
+    folder as the hub model it stands in for (`planned_ref`)."""
     e = cfg["reward_models"][rm]
     if "train" in e:
         return f"results/models/rm/{rm}"
     if "from_policy" in e:
         return cfg["policies"][e["from_policy"]]["path"]
     if "path" in e:
-        return str(e["path"])
+        return planned_ref(cfg, str(e["path"]))
     return f"results/models/rm/{rm}"  # a kind with no model folder (length): planned as a trained RM's
 
 
