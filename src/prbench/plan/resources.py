@@ -22,8 +22,8 @@ Job classes of an RM (`rm_inference`, `ppo_reward`, `grpo_reward`):
   calibrated on an H100) gives the GPUs: one GPU holds policy, critic, reference and RM; with more,
   `gpus - 1` DDP training processes and the RM on the last GPU, a whole copy per process
   (`prbench.downstream.ppo.launch`: the RM is loaded on one device, never sharded). An RM whose
-  weights alone exceed one GPU cannot be a PPO reward: `check_reward_fits_one_gpu` refuses it,
-  naming `ppo.rms`.
+  weights alone exceed one GPU cannot be a PPO reward: `check_reward_fits_one_gpu`
+  (prbench.downstream.ppo.memory) refuses it, naming `ppo.rms`.
 * GRPO reward (`train_grpo`): one process on one GPU with the policy (the GRPO memory plan); the
   same refusal, naming `grpo.rms`.
 
