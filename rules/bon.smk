@@ -43,9 +43,9 @@ rule sample_bon:
         "../envs/downstream.yaml"
     threads: threads_for(4)
     resources:
-        mem_mb=lambda wildcards: mem_mb_for(POLICY_B[wildcards.policy]),
-        runtime=30 if DEMO else 480,
-        gpu=lambda wildcards: gpus_for(POLICY_B[wildcards.policy]),
+        mem_mb=shared_mem_mb("sample_bon"),
+        runtime=shared_runtime("sample_bon"),
+        gpu=shared_gpus("sample_bon"),
     params:
         prompts=canon(PROMPTS),
         policy=lambda wildcards: BON_POLICY_SPEC[wildcards.policy],
@@ -107,9 +107,9 @@ rule judge_bon:
         "../envs/downstream.yaml"
     threads: threads_for(2)
     resources:
-        mem_mb=mem_mb_for(JUDGE_B),
-        runtime=30 if DEMO else 720,
-        gpu=gpus_for(JUDGE_B),
+        mem_mb=shared_mem_mb("judge_bon"),
+        runtime=shared_runtime("judge_bon"),
+        gpu=shared_gpus("judge_bon"),
     params:
         prompts=canon(PROMPTS),
         judge=JUDGE_CFG,
@@ -137,9 +137,9 @@ rule score_bon:
         "../envs/downstream.yaml"
     threads: threads_for(2)
     resources:
-        mem_mb=rm_mem_mb,
-        runtime=30 if DEMO else 480,
-        gpu=rm_gpus,
+        mem_mb=rm_mem_mb("bon"),
+        runtime=rm_runtime("bon"),
+        gpu=rm_gpus("bon"),
     params:
         prompts=canon(PROMPTS),
         spec=lambda wildcards: DOWNSTREAM_RM_SPEC["bon"][wildcards.rm],

@@ -1,6 +1,7 @@
 # Shared by every stage: config validation, names, input functions, resource scaling and the policies
 # and RMs as the downstream stages load them. The judge's plumbing is in rules/judge.smk. A stage file
 # reads only its own globals and these (tests/test_rules_layout.py).
+import functools
 import os
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from prbench.validation import check_config, check_confirmatory_methods  # noqa:
 from prbench.rms import kind_info, reward_spec  # noqa: E402
 from prbench.seeding import replicate_seed as _replicate_seed  # noqa: E402
 from prbench import partial as PARTIAL  # noqa: E402
+from prbench.plan import resources as RES  # noqa: E402
 from prbench.rms.family import family_members as RM_FAMILIES  # noqa: E402
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -220,6 +222,11 @@ def policy_spec(name):
 
 
 # ---- resources ---------------------------------------------------------------------------
+# GPUs, host memory (mem_mb), runtime (minutes) and sharding of each job come from prbench.plan.resources,
+# which `python -m prbench.plan` prints too (one function, two callers): the RM jobs (score_benchmark,
+# score_bon, train_ppo, train_grpo) and the judge's and the policy's (sample_bon, base_answers, judge_bon,
+# judge_validity, eval_policy: RES.shared_job) from the memory plans and the cost model; the other small GPU
+# jobs from the params_b rule. The demo keeps 0 GPUs, cpu_mem_mb and 30 minutes.
 GPU_MEM_GB = config["resources"]["gpu_mem_gb"]
 CPU_MEM_MB = config["resources"]["cpu_mem_mb"]
 
@@ -229,11 +236,10 @@ def _params_b(entry, default=1.0):
 
 
 def gpus_for(params_b, train=False):
-    """GPUs for a model of params_b billion parameters (bf16 inference ~2.5 GB/B; training ~16 GB/B)."""
+    """GPUs of a policy or judge job of params_b billion parameters (RES.params_rule_gpus)."""
     if DEMO:
         return 0
-    need_gb = params_b * (16.0 if train else 2.5) + 4
-    return max(1, int(-(-need_gb // GPU_MEM_GB)))
+    return RES.params_rule_gpus(params_b, GPU_MEM_GB, train)
 
 
 def threads_for(n):
@@ -248,16 +254,72 @@ def threads_for(n):
 def mem_mb_for(params_b, train=False):
     if DEMO:
         return CPU_MEM_MB
-    return int(max(CPU_MEM_MB, params_b * (8000 if train else 4000) + 8000))
+    return RES.params_rule_mem_mb(params_b, CPU_MEM_MB, train)
 
 
-def rm_gpus(wildcards):
-    entry = rm_entry(wildcards.rm)
-    return gpus_for(_params_b(entry)) if kind_info(entry["kind"]).uses_gpu else 0
+@functools.lru_cache(maxsize=None)
+def rm_job_plan(stage, rm, bench=None):
+    """The plan of one RM job: stage benchmark (score_benchmark, per benchmark) or bon (score_bon)."""
+    return RES.rm_inference(config, rm, stage, bench)
 
 
-def rm_mem_mb(wildcards):
-    return mem_mb_for(_params_b(rm_entry(wildcards.rm), 0.5))
+def _rm_plan(stage, wildcards):
+    return rm_job_plan(stage, wildcards.rm, wildcards.bench if stage == "benchmark" else None)
+
+
+def rm_gpus(stage):
+    """Resource function: the GPUs of an RM job at `stage` (0 for CPU kinds and in the demo)."""
+    return lambda wildcards: 0 if DEMO else _rm_plan(stage, wildcards).gpus
+
+
+def rm_mem_mb(stage):
+    return lambda wildcards: CPU_MEM_MB if DEMO else _rm_plan(stage, wildcards).mem_mb
+
+
+def rm_runtime(stage):
+    """Minutes: the plan's runtime, times the attempt (a job killed at its limit is resubmitted with more)."""
+    return lambda wildcards, attempt: 30 if DEMO else _rm_plan(stage, wildcards).runtime_min * attempt
+
+
+@functools.lru_cache(maxsize=None)
+def shared_plan(job, policy=None, subset=None):
+    """The plan of one judge or policy job (RES.shared_job): job sample_bon, base_answers, judge_bon,
+    judge_validity or eval_policy (subset: a per-subset run's evaluation)."""
+    return RES.shared_job(config, job, policy, subset)
+
+
+def _shared(job, wc):
+    return shared_plan(job, getattr(wc, "policy", None), getattr(wc, "subset", None))
+
+
+def shared_gpus(job):
+    return lambda wc: 0 if DEMO else _shared(job, wc).gpus
+
+
+def shared_mem_mb(job):
+    return lambda wc: CPU_MEM_MB if DEMO else _shared(job, wc).mem_mb
+
+
+def shared_runtime(job):
+    return lambda wc, attempt: 30 if DEMO else _shared(job, wc).runtime_min * attempt
+
+
+@functools.lru_cache(maxsize=None)
+def trained_plan(method, policy, rm, subset=None):
+    """The plan of one train_ppo (per-subset run: subset) or train_grpo job."""
+    if method == "ppo":
+        return RES.ppo_reward(config, policy, rm, subset)
+    return RES.grpo_reward(config, policy, rm)
+
+
+def trained_mem_mb(method):
+    return lambda wc: CPU_MEM_MB if DEMO else trained_plan(method, wc.policy, wc.rm, getattr(wc, "subset", None)).mem_mb
+
+
+def trained_runtime(method):
+    return lambda wc, attempt: (
+        30 if DEMO else trained_plan(method, wc.policy, wc.rm, getattr(wc, "subset", None)).runtime_min * attempt
+    )
 
 
 # ---- policies and RMs of the downstream stages (BoN, PPO, GRPO, evaluation) ---------------
@@ -267,9 +329,6 @@ POLICY_TRUST = {p: bool(config["policies"][p]["trust_remote_code"]) for p in POL
 # policies.<p>.revision: a changed pin reruns exactly the jobs that load that policy. The revision lock
 # (prbench.revisions) is not a param: refreshing it reruns nothing (docs/DESIGN.md, "Revision lock").
 POLICY_REVISION = {p: config["policies"][p].get("revision") for p in POLICIES}
-POLICY_B = {p: _params_b(config["policies"][p], 0.5) for p in POLICIES}
-# Billions of parameters of each RM a training job loads beside the policy (0: the kind has no model on a GPU).
-RM_B = {r: _params_b(rm_entry(r), 0.5) if kind_info(rm_entry(r)["kind"]).uses_gpu else 0.0 for r in RMS}
 
 
 # RMs whose input is a tokenized chat read by a classifier head (prbench.rms.classifier): the ones that

@@ -37,9 +37,9 @@ rule base_answers:
         "../envs/downstream.yaml"
     threads: threads_for(4)
     resources:
-        mem_mb=lambda wc: mem_mb_for(POLICY_B[wc.policy]),
-        runtime=30 if DEMO else 240,
-        gpu=lambda wc: gpus_for(POLICY_B[wc.policy]),
+        mem_mb=shared_mem_mb("base_answers"),
+        runtime=shared_runtime("base_answers"),
+        gpu=shared_gpus("base_answers"),
     params:
         prompts=canon(PROMPTS),
         policy_path=lambda wc: POLICY_PATH[wc.policy],
@@ -71,9 +71,9 @@ rule eval_policy:
         "../envs/downstream.yaml"
     threads: threads_for(4)
     resources:
-        mem_mb=lambda wc: mem_mb_for(JUDGE_B + POLICY_B[wc.policy]),
-        runtime=30 if DEMO else 12 * 60,
-        gpu=lambda wc: gpus_for(JUDGE_B + POLICY_B[wc.policy]),
+        mem_mb=shared_mem_mb("eval_policy"),
+        runtime=shared_runtime("eval_policy"),
+        gpu=shared_gpus("eval_policy"),
     params:
         prompts=canon(PROMPTS),
         trust_remote_code=lambda wc: POLICY_TRUST[wc.policy],

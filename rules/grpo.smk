@@ -67,10 +67,10 @@ rule train_grpo:
         "../envs/downstream.yaml"
     threads: threads_for(8)
     resources:
-        # host memory: the policy trained (+ its reference copy when beta > 0) and the RM loaded
-        mem_mb=lambda wc: mem_mb_for(2 * POLICY_B[wc.policy] + RM_B[wc.rm], train=True),
-        runtime=30 if DEMO else 24 * 60,
-        # one training process on one GPU (policy trained, RM in inference); no multi-GPU plan yet
+        # host memory and runtime: prbench.plan.resources.grpo_reward (the memory plan, the cost model)
+        mem_mb=trained_mem_mb("grpo"),
+        runtime=trained_runtime("grpo"),
+        # one training process on one GPU (policy trained, RM in inference beside it); no multi-GPU path
         gpu=0 if DEMO else 1,
     params:
         prompts=canon(PROMPTS),

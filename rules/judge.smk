@@ -56,7 +56,10 @@ JUDGE_CFG = (
         }
     )
 )
-JUDGE_B = _params_b(JUDGE, 1.0)
+# judge.tensor_parallel_size (vllm) above the GPUs of the judging jobs, or too few to hold the judge:
+# refused here, naming the key (prbench.plan.resources.check_judge_engine)
+if not DEMO:
+    RES.check_judge_engine(config)
 
 
 if JUDGE_MINILM:
@@ -101,9 +104,9 @@ rule judge_validity:
         "../envs/downstream.yaml"
     threads: threads_for(2)
     resources:
-        mem_mb=mem_mb_for(JUDGE_B),
-        runtime=30 if DEMO else 480,
-        gpu=gpus_for(JUDGE_B),
+        mem_mb=shared_mem_mb("judge_validity"),
+        runtime=shared_runtime("judge_validity"),
+        gpu=shared_gpus("judge_validity"),
     params:
         prompts=canon(PROMPTS),
         judge=JUDGE_CFG,

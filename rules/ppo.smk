@@ -76,9 +76,9 @@ rule train_ppo:
         "../envs/downstream.yaml"
     threads: threads_for(8)
     resources:
-        # host memory: policy + critic trained, reference policy and RM loaded
-        mem_mb=lambda wc: mem_mb_for(2 * POLICY_B[wc.policy] + RM_B[wc.rm], train=True),
-        runtime=30 if DEMO else 24 * 60,
+        # host memory, runtime and GPUs: prbench.plan.resources.ppo_reward (the memory plan, the cost model)
+        mem_mb=trained_mem_mb("ppo"),
+        runtime=trained_runtime("ppo"),
         # one training process per GPU, the RM on one more when > 1 (prbench.downstream.ppo.launch)
         gpu=lambda wc: PPO_GPUS[(wc.policy, wc.rm)],
     params:

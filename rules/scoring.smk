@@ -20,9 +20,9 @@ rule score_benchmark:
         "../envs/models.yaml"
     threads: threads_for(2)
     resources:
-        mem_mb=rm_mem_mb,
-        runtime=30 if DEMO else 240,
-        gpu=rm_gpus,
+        mem_mb=rm_mem_mb("benchmark"),
+        runtime=rm_runtime("benchmark"),
+        gpu=rm_gpus("benchmark"),
     params:
         prompts=canon(PROMPTS),
         spec=lambda wildcards: rm_spec(wildcards.rm),

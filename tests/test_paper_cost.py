@@ -1,6 +1,7 @@
 """perf/paper_cost.py: the paper run's cost table reads the config (runs per subset, seeds, sample
 sets) and its total is the sum of its stages."""
 import importlib.util
+import math
 import re
 
 import pytest
@@ -112,3 +113,42 @@ def test_pointwise_generative_rewards_cost_short_ratings(cfg):
     c["reward"]["generative"] = "round_robin"
     rr = _rows(c)
     assert rr["BoN scoring: qwen25_7b_pairwise"]["gpu_h"] > 10 * rows["BoN scoring: qwen25_7b_pairwise"]["gpu_h"]
+
+
+def test_decode_step_scales_with_the_models_weight_bytes():
+    """One decode step = weight bytes / (1,100 GB/s x GPUs reading at once) + 31 ms (both ASSUMED),
+    fitted to the two ASSUMED steps it replaces: 7.5B bf16 0.045 s, the 32B judge 0.09 s (within 3%)."""
+    from prbench.plan.cost import DECODE_ANCHORS, decode_step_s
+
+    for weight_bytes, _gpus, step in DECODE_ANCHORS.values():  # device_map over N GPUs: one GPU's speed
+        assert decode_step_s(weight_bytes) == pytest.approx(step, rel=0.03)
+    assert decode_step_s(15e9) == pytest.approx(15 / 1100 + 0.031)          # 0.0446 s
+    assert decode_step_s(64e9) == pytest.approx(64 / 1100 + 0.031)          # 0.0892 s
+    assert decode_step_s(144e9) == pytest.approx(144 / 1100 + 0.031)        # Qwen2.5-72B bf16: 0.1619 s
+    assert decode_step_s(140e9) == pytest.approx(140 / 1100 + 0.031)        # Llama-3.3-70B bf16: 0.1583 s
+    assert decode_step_s(144e9, tensor_parallel=4) == pytest.approx(36 / 1100 + 0.031)  # vLLM TP 4: 0.0637 s
+
+
+def test_the_70b_72b_generative_rms_cost_and_run_longer_by_their_decode_step():
+    """The study's 72B and 70B pairwise RMs: benchmark scoring = (pairs x 2 orders / 16 a batch) x 512
+    new tokens x their own decode step, x the GPUs they hold; the SLURM runtime x 3 (the margin)."""
+    from prbench.plan import load_layered
+    from prbench.plan import resources as R
+    from prbench.plan.cost import TEST_QUESTIONS, stages
+
+    study = load_layered([REPO / "config.yaml", REPO / "configs" / "study.yaml"])
+    rows = {r["stage"]: r for r in stages(study, dict(paper_cost.TRAIN_QUESTIONS))}
+    q = sum(TEST_QUESTIONS.values())                    # 2,830 personalized pairs
+    pairs = {"personalized": q, "rewardbench": 2985, "rmbench": 1327 * 9, "rewardbench2": 3000}
+    for rm, params_b, gpus in (("qwen25_72b_pairwise", 72, 3), ("llama33_70b_pairwise", 70, 2)):
+        e = study["reward_models"][rm]
+        assert e["kind"] == "generative_pairwise" and float(e["params_b"]) == params_b
+        calls = 2 if e.get("both_orders") else 1
+        step = 2 * params_b / 1100 + 0.031              # 0.1619 s (72B), 0.1583 s (70B)
+        seconds = {b: math.ceil(n * calls / 16) * 512 * step for b, n in pairs.items()}
+        assert rows[f"benchmark scoring: {rm}"]["gpu_h"] == pytest.approx(gpus * sum(seconds.values()) / 3600)
+        p = R.rm_inference(study, rm, "benchmark")       # the longest benchmark job: RM-Bench
+        assert p.gpus == gpus
+        assert p.runtime_min == math.ceil(3 * seconds["rmbench"] / 60)
+        # the 7-8B step the cost model used for every size before: 3.5x shorter
+        assert seconds["rmbench"] / (math.ceil(pairs["rmbench"] * calls / 16) * 512 * 0.045) > 3.5

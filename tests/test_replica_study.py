@@ -91,3 +91,14 @@ def test_study_dry_run_on_replicas_has_the_plans_job_counts(configs):
     assert on_replicas == study
     assert study["score_benchmark"] == 4 * len(rep["reward_models"])  # every RM on every benchmark
     print(f"study on replicas: {study['total']} jobs + {len(rep['replica']['models'])} replica builds")
+
+
+def test_the_replica_study_requests_the_studys_resources(configs):
+    """Every RM, judge and policy job of the replica study is planned as the study's own (the RM's shape
+    through planned_ref as well: prbench.downstream.ppo.memory.rm_ref), so the rules request on replicas
+    what the real run would."""
+    from prbench.plan import resources as R
+
+    base, rep = configs
+    assert R.plans(rep) == R.plans(base)
+    assert R.shared_jobs(rep) == R.shared_jobs(base)

@@ -67,8 +67,9 @@ def auto_dtype(dtype: str = "auto", device: str = "cpu"):
 def multi_gpu_kwargs(device: str, memory_fraction: float = 0.9) -> dict:
     """from_pretrained options that shard a model over every GPU the job holds (device_map="auto"
     with a per-GPU max_memory), when the device is CUDA and more than one GPU is visible; {} else.
-    The job's GPUs are the visible ones (SLURM and the local profile set CUDA_VISIBLE_DEVICES)."""
-    if not str(device).startswith("cuda"):
+    The job's GPUs are the visible ones (SLURM and the local profile set CUDA_VISIBLE_DEVICES). A device
+    with an index ("cuda:3": the PPO reward's own GPU, prbench.downstream.ppo.launch) is one GPU: {}."""
+    if str(device) != "cuda":
         return {}
     import torch
 

@@ -7,7 +7,8 @@ folder unless --directory); (2) H100 GPU-hours per stage and per RM size class f
 (`prbench.plan.cost`), every unit cost marked measured or ASSUMED with its source; (3) the power of
 the config's confirmatory family under the verdict rule, by `prbench.analysis.power.power_rows` (the
 run's own power function) at the planning assumptions `ASSUMPTIONS` (no run yet); (4) the hub
-entries with no pinned revision. Config files are layered as Snakemake's --configfiles does
+entries with no pinned revision; (5) the resources of each RM job per job class and RM size class
+(`prbench.plan.resources`, which rules/common.smk calls too). Config files are layered as Snakemake's --configfiles does
 (`snakemake.utils.update_config`) and validated like the Snakefile's.
 """
 from __future__ import annotations

@@ -6,7 +6,9 @@ import sys
 
 import yaml
 
+from ..downstream.ppo.memory import resource_limits
 from . import ASSUMPTIONS, decidable, downstream_rms, family_power, job_counts, load_layered, method_rm_count, unpinned
+from . import resources as RES
 from .cost import SIZE_CLASSES, TEST_QUESTIONS, TRAIN_QUESTIONS, UNIT, stage_group, stages, u
 
 
@@ -86,6 +88,34 @@ def print_unpinned(cfg: dict) -> None:
         print(f"   {r['key']}: {r['ref']} ({'locked ' + r['locked'] if r['locked'] else 'not locked'})")
 
 
+def print_resources(cfg: dict) -> None:
+    gpu_mem, _ = resource_limits(cfg)
+    rows = RES.table(cfg)
+    print(f"5. resources per job (prbench.plan.resources, what rules/common.smk requests), resources.gpu_mem_gb "
+          f"{gpu_mem:g}; per job class and RM size class, the largest job (GPU GB: the job's planned GPU memory, in "
+          "all for a sharded RM, the peak GPU for PPO and GRPO; time h: its SLURM runtime at the first attempt):")
+    head = f"{'job class':18s} {'RM size':7s} {'RMs':>3s} {'GPUs':>5s} {'GPU GB':>7s} {'host GB':>7s} {'time h':>6s}"
+    print(f"   {head}  sharding (RMs)  [largest]")
+    for r in rows:
+        gpus = "-".join(map(str, (r["gpus"][0], r["gpus"][-1]) if len(r["gpus"]) > 1 else r["gpus"])) or "-"
+        modes = ", ".join(f"{m} ({n})" for m, n in r["sharding"].items()) or "-"
+        print(f"   {r['job']:18s} {r['size']:7s} {r['rms']:3d} {gpus:>5s} {r['need_gb']:7.1f} {r['mem_gb']:7.0f} "
+              f"{r['runtime_h']:6.1f}  {modes}  [{r['largest']}]")
+        for p in r["refused"]:
+            print(f"   refused: {p.why}")
+    out = RES.outside_methods(cfg)
+    for method, groups in out.items():
+        for mode, names in groups.items():
+            print(f"   {method} reward, downstream RMs outside {method.lower()}.rms that {mode}: {len(names)} "
+                  f"({', '.join(names)})")
+    print("   the judge's and the policy's jobs (prbench.plan.resources.shared_job; eval_policy: a pooled run's):")
+    for p in RES.shared_jobs(cfg):
+        print(f"   {p.job:18s} {p.model + ',':22s} {p.params_b:5.1f}B: {p.gpus} GPU(s), {p.need_gb:6.1f} GPU GB, "
+              f"{p.mem_mb / 1000:4.0f} GB host, {(p.runtime_min or 0) / 60:5.1f} h, {p.sharding}")
+    for k, v in RES.MEMORY_SOURCES.items():
+        print(f"   {k}: {v}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m prbench.plan", description=__doc__)
     ap.add_argument("--configfiles", "--configfile", nargs="+", default=["config.yaml"],
@@ -104,6 +134,7 @@ def main(argv=None) -> int:
     print_cost(cfg)
     print_power(cfg, a.sims)
     print_unpinned(cfg)
+    print_resources(cfg)
     if a.merged:
         with open(a.merged, "w", encoding="utf-8") as fh:
             yaml.safe_dump(cfg, fh, sort_keys=False)

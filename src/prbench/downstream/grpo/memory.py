@@ -38,6 +38,7 @@ from ..ppo.memory import (
     RM_ACT_BYTES,
     TRAIN_RESPONSE_BYTES,
     ModelShape,
+    check_reward_fits_one_gpu,
     generation_activations,
     shapes_for_config,
 )
@@ -117,6 +118,11 @@ def check_grpo_runs(config: dict, policies, rms) -> None:
     (called by rules/grpo.smk at parse time; nothing is planned in the demo, which runs on CPU)."""
     if config["demo"]["enabled"]:
         return
+
+    for r in rms:  # an RM no setting fits beside the policy (never sharded): refused by its grpo.rms entry
+        why = check_reward_fits_one_gpu(config, "grpo", r)
+        if why:
+            raise ValueError(why)
     for p in policies:
         for r in rms:
             pl = grpo_plan_for_config(config, p, r)

@@ -367,9 +367,15 @@ def gpus_per_run(config: dict, policies, rms) -> dict[tuple[str, str], int]:
     """GPUs of each train_ppo job, keyed (policy, rm): 0 in the demo (CPU only), else the GPU count of
     the run's plan (`plan_for_config`: `ppo.gpus`, or the smallest count that fits
     `resources.gpu_mem_gb`). A plan that does not fit raises ValueError naming the run and the config
-    keys to change, so the workflow stops at parse time."""
+    keys to change, so the workflow stops at parse time; an RM whose weights alone exceed one GPU
+    raises naming `ppo.rms` (`check_reward_fits_one_gpu` below: no tuning key helps)."""
     if config["demo"]["enabled"]:
         return {(p, r): 0 for p in policies for r in rms}
+
+    for r in rms:  # an RM no GPU count can hold (the RM is never sharded here): refused by its ppo.rms entry
+        why = check_reward_fits_one_gpu(config, "ppo", r)
+        if why:
+            raise ValueError(why)
     out = {}
     for p in policies:
         for r in rms:
@@ -406,3 +412,69 @@ def format_plan(p: Plan, title: str = "") -> str:
 
 def plan_dict(p: Plan) -> dict:
     return asdict(p)
+
+
+# ---- RMs as PPO / GRPO rewards (prbench.plan.resources reads these too) ----------------------------
+
+DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "float16": 2, "float32": 4}  # auto = bf16 on GPU (models.auto_dtype)
+DEFAULT_RM_B = 0.5  # an RM with no shape and no params_b: planned as 0.5B (the rules' old default)
+
+
+def resource_limits(cfg: dict) -> tuple[float, int]:
+    r = with_defaults(cfg.get("resources"), "resources")
+    return float(r["gpu_mem_gb"]), int(r["cpu_mem_mb"])
+
+
+def rm_ref(cfg: dict, rm: str) -> str:
+    """The model an RM is planned as (as `shapes_for_config` reads it): its weights' folder, a replica
+    folder as the hub model it stands in for (`planned_ref`)."""
+    e = cfg["reward_models"][rm]
+    if "train" in e:
+        return f"results/models/rm/{rm}"
+    if "from_policy" in e:
+        return cfg["policies"][e["from_policy"]]["path"]
+    if "path" in e:
+        return planned_ref(cfg, str(e["path"]))
+    return f"results/models/rm/{rm}"  # a kind with no model folder (length): planned as a trained RM's
+
+
+def rm_shape(cfg: dict, rm: str):
+    e = cfg["reward_models"][rm]
+    try:
+        return model_shape(rm_ref(cfg, rm), e.get("params_b"))
+    except ValueError:  # no config.json, not in the table, no params_b: as the rules' old default
+        return model_shape(rm_ref(cfg, rm), DEFAULT_RM_B)
+
+
+def rm_kind_info(e: dict):
+    from ...rms import kind_info
+
+    return kind_info(e["kind"])
+
+
+def check_reward_fits_one_gpu(cfg: dict, method: str, rm: str) -> str:
+    """'' when the RM's weights fit one GPU; else why it cannot be `method`'s reward (ppo, grpo),
+    naming the config keys. Both trainers hold the whole RM on one GPU (PPO: one copy per training
+    process on the last GPU, prbench.downstream.ppo.launch; GRPO: beside the policy): no device_map,
+    no tensor parallel, so no count of GPUs or batch setting helps."""
+    e = cfg["reward_models"][rm]
+    if not rm_kind_info(e).uses_gpu:
+        return ""
+    gpu_mem, _ = resource_limits(cfg)
+    spec = entry_with_defaults(e, "reward_models.*")
+    shape = rm_shape(cfg, rm)
+    w = DTYPE_BYTES[spec["dtype"] or "auto"] * shape.params * ALLOCATOR_OVERHEAD / GB
+    if w <= gpu_mem:
+        return ""
+    chosen = (cfg.get(method) or {}).get("rms")
+    how = (f"remove it from {method}.rms" if chosen is not None else
+           f"{method}.rms is null (every downstream RM): list the RMs without it, or set "
+           f"reward_models.{rm}.downstream: false")
+    return (f"config key {method}.rms: reward_models.{rm} ({shape.params / 1e9:.1f}B parameters, {w:.1f} GB of "
+            f"weights as loaded) cannot be the {method.upper()} reward at resources.gpu_mem_gb {gpu_mem:g}: train_"
+            f"{method} holds the whole RM on one GPU ("
+            + ("one copy per training process on the job's last GPU, prbench.downstream.ppo.launch"
+               if method == "ppo" else "beside the policy, prbench.downstream.grpo.train")
+            + "; no device_map, no tensor parallel), and its weights alone exceed one GPU. "
+            f"{how[0].upper() + how[1:]} (it is still scored on the benchmarks and as a BoN scorer, "
+            "sharded with device_map).")
