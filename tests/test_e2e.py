@@ -86,15 +86,18 @@ def test_headline_values_recomputed(runs):
     """The run's numbers from its own files by an independent path (tests/run_values.py; the same checks
     run fast on a synthetic world in tests/test_wiring_values.py): every Spearman of personalized
     overall accuracy (mean pair credit of results/scores/{rm}/personalized.pairs.jsonl) vs a BoN judge
-    score (means of results/downstream/bon.csv) is scipy's, and the general baseline's official score
-    in benchmark_accuracy.csv and correlation_inputs.csv is RewardBench's formula by hand."""
+    score (means of results/downstream/bon.csv) is scipy's, the general baseline's official score
+    in benchmark_accuracy.csv and correlation_inputs.csv is RewardBench's formula by hand, and the
+    RewardBench 2 stand-in's is the v2 rules' (best of 4 with its tie rule, Ties) by hand."""
     import run_values as rv
 
     workdir, _ = runs
     cfg = yaml.safe_load(CONFIG.read_text())
     rms = sorted(config_rms(cfg))
-    (baseline,) = cfg["data"]["baselines"]
-    assert cfg["data"]["baselines"][baseline]["kind"] == "rewardbench"
+    kinds = {name: b["kind"] for name, b in cfg["data"]["baselines"].items()}
+    assert kinds == {"general": "rewardbench", "rewardbench2": "rewardbench2"}
+    rv.check_rewardbench2_official(workdir, rms, "rewardbench2")
+    baseline = "general"
     # every row is checked: a finite coefficient against scipy, a constant side (configs/test.yaml's tiny
     # policy scores 0 on every BoN judge score, so each of its BoN coefficients is NaN) as NaN
     rv.check_bon_spearman(workdir, rms)

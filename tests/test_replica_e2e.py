@@ -10,6 +10,7 @@ import time
 
 import pandas as pd
 import pytest
+import run_values as rv
 import yaml
 from helpers import REPO, SNAKEFILE, snakemake, snakemake_env
 
@@ -46,6 +47,9 @@ def test_every_table_and_figure(run):
     assert len(overall) == 4 * len(rms)
     rb2 = acc[(acc["benchmark"] == "rewardbench2") & (acc["level"] == "official")]
     assert set(rb2["rm"]) == rms  # RewardBench 2's official score (the mean of its six subsets) per RM
+    # the v2 rules by hand (tests/run_values.py); the correlations read the RMs that go downstream
+    downstream = sorted(rm for rm, e in cfg["reward_models"].items() if e.get("downstream", True))
+    rv.check_rewardbench2_official(run, sorted(rms), "rewardbench2", correlated=downstream)
     # classifier RMs score every pair; random generative RMs fail to parse, and that is counted
     for rm, entry in cfg["reward_models"].items():
         rows = overall[overall["rm"] == rm]

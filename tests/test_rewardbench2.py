@@ -4,12 +4,12 @@ against an independent implementation of reward-bench's v2 rules written here (a
 reward-bench's own functions where the package is importable offline)."""
 import json
 import random
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 import pytest
 from helpers import REPO
+from run_values import rewardbench2_official
 
 from prbench.data.checks import DataError, DropLog
 from prbench.data.demo_bestof import rewardbench2_split
@@ -165,46 +165,7 @@ def test_load_pairs_refuses_mixed_files(tmp_path):
 
 
 # ---- the official score against an independent implementation of reward-bench's v2 rules --------
-def _v2_reference(saved_rows):
-    """RewardBench 2's score from saved per-item scores, written from reward-bench's scripts/run_v2.py
-    and rewardbench/utils.py (reroll_and_score_dataset, process_single_model) in this test's own words:
-    non-Ties: results = 1 / #(scores == max) when scores[0] is the max, else 0, subset = mean; Ties:
-    per (type, prompt) accurate = min(correct) - max(incorrect) > 0, then 0.3 tied acc + 0.3 ref acc +
-    0.2 P(tied gap > tied spread) + 0.2 P(min(ref gap, tied gap) > tied spread) + 0.01 mean tanh(...);
-    the leaderboard's overall = mean over the subsets."""
-    by_subset = defaultdict(list)
-    for r in saved_rows:
-        by_subset[r["subset"]].append(r)
-    subset_scores = {}
-    for subset, rows in by_subset.items():
-        if subset.lower() != "ties":
-            res = []
-            for r in rows:
-                sc = np.asarray(r["scores"], dtype=float)
-                mx = np.max(sc)
-                res.append((1 / np.sum(sc == mx)) if sc[0] == mx else 0)
-            subset_scores[subset] = sum(res) / len(res)
-            continue
-        stats = {"ref": {}, "tied": {}}
-        for r in rows:
-            kind, pid = r["pair_id"].split(":")
-            sc = r["scores"]
-            k = r["num_correct"]
-            corr, inc = sc[:k], sc[k:]
-            spread = max(corr) - min(corr) if len(corr) > 1 else None
-            gap = min(corr) - max(inc)
-            stats[kind][int(pid)] = (gap > 0, spread, gap)
-        ref_acc = np.mean([s[0] for s in stats["ref"].values()]) if stats["ref"] else 0.0
-        tied_acc = np.mean([s[0] for s in stats["tied"].values()]) if stats["tied"] else 0.0
-        both = set(stats["ref"]) & set(stats["tied"])
-        spread = np.array([stats["tied"][p][1] for p in both])
-        gap_t = np.array([stats["tied"][p][2] for p in both])
-        gap_r = np.array([stats["ref"][p][2] for p in both])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            margin = np.nan_to_num(np.tanh(np.minimum(gap_r, gap_t) / spread - 1), nan=0.0)
-        subset_scores[subset] = (0.3 * tied_acc + 0.3 * ref_acc + 0.2 * np.mean(gap_t > spread)
-                                 + 0.2 * np.mean(np.minimum(gap_r, gap_t) > spread) + 0.01 * float(np.mean(margin)))
-    return subset_scores, float(np.mean(list(subset_scores.values())))
+# (tests/run_values.py: rewardbench2_official, shared with the DAG runs' checks)
 
 
 def _coarse_rm(seed):
@@ -223,7 +184,7 @@ def test_official_score_equals_an_independent_v2_computation(tmp_path, world, se
                     scoring={"bootstrap": 20}, rm=_coarse_rm(seed), bench_kind="rewardbench2")
     saved = read_jsonl(tmp_path / "p.jsonl")
     assert any(r["tie"] for r in saved)  # the tie rule is exercised
-    subsets, overall = _v2_reference(saved)
+    subsets, overall = rewardbench2_official(saved)
     official = read_json(tmp_path / "a.json")["official"]
     assert set(subsets) == {"Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties"}
     for s, v in subsets.items():
@@ -351,19 +312,20 @@ def test_default_family_holds_a_cell_per_method_against_each_baseline():
 
 
 def test_demo_world_writes_the_stand_in_when_a_demo_config_names_it(tmp_path):
-    """configs/demo.yaml does not name RewardBench 2 yet; a demo config that does gets its stand-in from rule
-    demo_world (prbench.data.demo_world.generate), in the hub schema, beside the general baseline."""
+    """configs/demo.yaml and configs/test.yaml name RewardBench 2: rule demo_world
+    (prbench.data.demo_world.generate) writes its stand-in in the hub schema, beside the general baseline."""
     import copy
 
     from prbench.data.demo_world import demo_general_dirs, generate
     from prbench.validation import load_config
 
+    for path, per_subset in (("configs/demo.yaml", 12), ("configs/test.yaml", 4)):
+        b = load_config(str(REPO / path))["data"]["baselines"]["rewardbench2"]
+        assert (b["kind"], b["source"], b["split"]) == ("rewardbench2", "results/demo/raw/rewardbench2", "test")
+        assert load_config(str(REPO / path))["demo"]["rewardbench2_per_subset"] == per_subset, path
     cfg = copy.deepcopy(load_config(str(REPO / "configs/demo.yaml")))
-    assert all(b["kind"] != "rewardbench2" for b in cfg["data"]["baselines"].values())
     cfg["demo"].update(train_per_subset=4, test_per_subset=4, general_train=4, general_test=4, users_per_subset=4,
                        rewardbench2_per_subset=2)
-    cfg["data"]["baselines"]["rewardbench2"] = {"kind": "rewardbench2", "source": "results/demo/raw/rewardbench2",
-                                                "split": "test", "train_split": None, "revision": None}
     dirs = {k: tmp_path / Path(v).relative_to("results") for k, v in demo_general_dirs(cfg).items()}
     generate(cfg, tmp_path / "personalized", dirs)
     rows = [json.loads(line) for line in (dirs["rewardbench2"] / "test.jsonl").read_text().splitlines()]
