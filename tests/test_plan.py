@@ -31,6 +31,15 @@ def test_the_paper_config_cannot_decide(capsys):
     assert "4. hub entries with no pinned revision" in out
 
 
+def test_the_demo_plans_no_gpu_and_its_power(capsys):
+    """A demo config runs on the CPU: no GPU-hours, no GPUs requested, the power of its family."""
+    assert main(["--configfiles", str(REPO / "configs" / "demo.yaml"), "--no-jobs", "--sims", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "2. GPU-hours: none" in out and "5. resources per job: 0 GPUs" in out
+    assert "demo_policy bon personalized vs rewardbench2: 35 RMs; decidable" in out
+    assert "4. hub entries with no pinned revision: 0" in out
+
+
 def test_the_study_has_32_rms_ppo_by_its_rule_and_can_decide(capsys):
     cfg = plan.load_layered(STUDY)
     assert len(plan.downstream_rms(cfg)) >= 32

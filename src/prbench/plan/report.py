@@ -46,6 +46,17 @@ def print_cost(cfg: dict) -> None:
           f"prompts ASSUMED (prbench.plan.cost.TRAIN_QUESTIONS); benchmark token lengths partly ASSUMED (same module)")
 
 
+def print_demo_cost(cfg: dict) -> None:
+    print("2. GPU-hours: none. A demo config (demo.enabled) runs every job on the CPU, the models it trains "
+          "included; its CPU time per stage, measured on both CPU kinds: perf/README.md (perf/demo_job_seconds.py "
+          "on a finished run's job_times/)")
+
+
+def print_demo_resources(cfg: dict) -> None:
+    print(f"5. resources per job: 0 GPUs; the model jobs resources.cpu_mem_mb ({cfg['resources']['cpu_mem_mb']} MB) "
+          "and 30 minutes (rules/common.smk), the tables and figures their rules' fixed 0.5-2 GB and 5-15 minutes")
+
+
 def print_power(cfg: dict, n_sims: int | None) -> bool:
     cells, rows = family_power(cfg, n_sims)
     sims = rows[0]["n_sims"] if rows else 0
@@ -131,10 +142,16 @@ def main(argv=None) -> int:
           f"(BoN); PPO {method_rm_count(cfg, 'ppo')}, GRPO {method_rm_count(cfg, 'grpo')}")
     if not a.no_jobs:
         print_jobs(a.configfiles, a.directory)
-    print_cost(cfg)
+    if cfg["demo"]["enabled"]:
+        print_demo_cost(cfg)
+    else:
+        print_cost(cfg)
     print_power(cfg, a.sims)
     print_unpinned(cfg)
-    print_resources(cfg)
+    if cfg["demo"]["enabled"]:
+        print_demo_resources(cfg)
+    else:
+        print_resources(cfg)
     if a.merged:
         with open(a.merged, "w", encoding="utf-8") as fh:
             yaml.safe_dump(cfg, fh, sort_keys=False)
