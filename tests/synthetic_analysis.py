@@ -32,12 +32,14 @@ RM_ENTRIES = {
 
 
 def demo_config_for_world(cfg: dict) -> dict:
-    """The demo config with the synthetic world's RMs (RM_ENTRIES), no per-method RM lists and no null
-    worlds (they read BoN's per-sample files, which the synthetic world does not write)."""
+    """The demo config with the synthetic world's RMs (RM_ENTRIES) and its one baseline (general), no
+    per-method RM lists and no null worlds (they read BoN's per-sample files, which the synthetic world
+    does not write)."""
     import copy
 
     cfg = copy.deepcopy(cfg)
     cfg["reward_models"] = copy.deepcopy(RM_ENTRIES)
+    cfg["data"]["baselines"] = {"general": cfg["data"]["baselines"]["general"]}
     for method in ("ppo", "grpo"):
         cfg[method].pop("rms", None)
     cfg["correlation"]["null_world"] = {"draws": 0, "judges": ["random"], "rm_subsets": [12], "graded": False}
