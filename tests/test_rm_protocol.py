@@ -196,9 +196,19 @@ def test_position_and_margin_reports_by_hand(tmp_path):
                      "score_rejected": 1.0})
     write_jsonl(tmp_path / "c.pairs.jsonl", cls_rows)
     write_json(tmp_path / "c.acc.json", {"rm": "c", "benchmark": "b", "diagnostics": {"kind": "classifier"}})
-    pos, margin = benchmark_reports([tmp_path / "j.acc.json", tmp_path / "c.acc.json"],
-                                    [tmp_path / "j.pairs.jsonl", tmp_path / "c.pairs.jsonl"],
+    # the same judge on a best-of-n benchmark (RewardBench 2 by round robin): its rows carry win counts,
+    # no A/B order per pair, so neither table takes them (before, it entered the margin table, all failures)
+    bestof_rows = [{"pair_id": f"t{i}", "subset": "Math", "section": "Math", "scores": [2.0, 1.0, None, 0.0],
+                    "num_correct": 1, "rule": "best_of_n", "failure": True, "score_chosen": None,
+                    "score_rejected": None} for i in range(3)]
+    write_jsonl(tmp_path / "j2.pairs.jsonl", bestof_rows)
+    write_json(tmp_path / "j2.acc.json", {"rm": "j", "benchmark": "rewardbench2",
+                                          "diagnostics": {"kind": "generative_pairwise"}})
+    names = ("j", "c", "j2")
+    pos, margin = benchmark_reports([tmp_path / f"{n}.acc.json" for n in names],
+                                    [tmp_path / f"{n}.pairs.jsonl" for n in names],
                                     tmp_path / "pos.csv", tmp_path / "margin.csv", n_boot=200, seed=3)
+    assert set(pos["benchmark"]) == {"b"} and set(margin["rm"]) == {"c"}
     o = pos[pos.level == "overall"].iloc[0]
     assert (o.n_chosen_a, o.n_chosen_b) == (3, 3)
     assert o.acc_chosen_a == pytest.approx(2 / 3) and o.acc_chosen_b == pytest.approx(1 / 3)

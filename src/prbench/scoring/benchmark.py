@@ -389,7 +389,9 @@ def benchmark_reports(acc_paths: Sequence[str | Path], pairs_paths: Sequence[str
                       margin_csv: str | Path, n_boot: int, seed: int = 0):
     """`benchmark_position.csv` (pairwise RMs) and `benchmark_margin.csv` (pointwise RMs) from the
     scoring outputs, one row per (rm, benchmark, level, group); which table an RM enters is read from
-    its pairs (a pairwise judge's rows carry `judge`). Returns both data frames."""
+    its pairs (a pairwise judge's rows carry `judge`) and its kind (the accuracy file's diagnostics): a
+    pairwise judge's best-of-n benchmark (RewardBench 2, judged by round robin) enters neither. Returns
+    both data frames."""
     import pandas as pd
 
     if len(pairs_paths) != len(acc_paths):
@@ -403,7 +405,12 @@ def benchmark_reports(acc_paths: Sequence[str | Path], pairs_paths: Sequence[str
         rm, bench = summary["rm"], summary["benchmark"]
         kind = (summary.get("diagnostics") or {}).get("kind") or ""
         results = read_jsonl(pairs_path)
-        pairwise = any(isinstance(r.get("judge"), dict) for r in results)
+        ordered = any(isinstance(r.get("judge"), dict) for r in results)  # A/B orders recorded per pair
+        pairwise = ordered or kind == "generative_pairwise"
+        if pairwise and not ordered:
+            # a pairwise judge's best-of-n items (RewardBench 2 by round robin): no A/B order per pair for
+            # the position table, and its per-answer scores are win counts, not reward margins
+            continue
         for level, g, rs in _groups(results):
             base = {"rm": rm, "benchmark": bench, "level": level, "group": g}
             if pairwise:
