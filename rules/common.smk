@@ -231,10 +231,6 @@ GPU_MEM_GB = config["resources"]["gpu_mem_gb"]
 CPU_MEM_MB = config["resources"]["cpu_mem_mb"]
 
 
-def _params_b(entry, default=1.0):
-    return float(entry.get("params_b", default))
-
-
 def gpus_for(params_b, train=False):
     """GPUs of a policy or judge job of params_b billion parameters (RES.params_rule_gpus)."""
     if DEMO:

@@ -405,9 +405,8 @@ def benchmark_reports(acc_paths: Sequence[str | Path], pairs_paths: Sequence[str
         rm, bench = summary["rm"], summary["benchmark"]
         kind = (summary.get("diagnostics") or {}).get("kind") or ""
         results = read_jsonl(pairs_path)
-        ordered = any(isinstance(r.get("judge"), dict) for r in results)  # A/B orders recorded per pair
-        pairwise = ordered or kind == "generative_pairwise"
-        if pairwise and not ordered:
+        pairwise = any(isinstance(r.get("judge"), dict) for r in results)  # A/B orders recorded per pair
+        if not pairwise and kind == "generative_pairwise":
             # a pairwise judge's best-of-n items (RewardBench 2 by round robin): no A/B order per pair for
             # the position table, and its per-answer scores are win counts, not reward margins
             continue
