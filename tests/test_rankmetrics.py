@@ -301,3 +301,32 @@ def test_permutation_pvalue_edges():
     assert rk.permutation_pvalue(x, x, const, n_perm=1, seed=0) == 1.0
     # the statistic undefined (a constant side): no p
     assert math.isnan(rk.permutation_pvalue(x, np.ones(3), rk.spearman, n_perm=100, seed=0))
+
+
+def test_ranks_memo_gives_the_same_ranks_and_copies():
+    """Inside ranks_memo() an input ranked before (same shape and bytes) comes from the memo: the same
+    values as a fresh sort (ties, NaN rows), a copy the caller may change, least recently used
+    dropped beyond its byte budget; outside, nothing is kept."""
+    rng = np.random.default_rng(3)
+    arrays = [np.round(rng.normal(size=(50, 9)), 1), rng.normal(size=(7, 12)), np.array([1.0, np.nan, 2.0])]
+    fresh = [rk.average_ranks(a) for a in arrays]
+    with rk.ranks_memo(max_bytes=2 * fresh[0].nbytes) as memo:
+        for _ in range(3):
+            for a, want in zip(arrays, fresh):
+                got = rk.average_ranks(a.copy())  # another object, the same bytes
+                np.testing.assert_array_equal(got, want)
+                got[...] = -1.0  # the caller's copy: the memo keeps its own
+        assert memo.misses + memo.hits == 9 and memo.hits >= 3
+        assert memo.bytes <= 2 * fresh[0].nbytes
+        with rk.ranks_memo() as inner:  # nested: the outer memo
+            assert inner is memo
+        np.testing.assert_array_equal(rk.average_ranks(arrays[1]), fresh[1])
+    assert rk._MEMO is None
+    # the correlation stage under the memo equals the stage without it (one coefficient over bootstrap rows)
+    x, y = np.round(rng.normal(size=(200, 15)), 1), rng.normal(size=(200, 15))
+    plain = [rk.spearman(x, y), rk.kendall_tau_b(x, y), rk.weighted_tau(x, y), rk.ndcg(x, y)]
+    with rk.ranks_memo():
+        memoed = [rk.spearman(x, y), rk.kendall_tau_b(x, y), rk.weighted_tau(x, y), rk.ndcg(x, y)]
+        memoed[0] = rk.spearman(x, y)
+    for a, b in zip(plain, memoed):
+        np.testing.assert_array_equal(a, b)

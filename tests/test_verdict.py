@@ -252,6 +252,23 @@ def test_power_rows_bisect_the_rules_power():
     assert obs["gap"] == 0.5 and obs["n_rms"] == n5
 
 
+def test_power_draws_keep_the_ranks_of_each_cell_n_and_gap():
+    """rule_power ranks a cell's draws once per (cell, n, gap) and keeps them (read-only, least
+    recently used dropped beyond the byte budget): the same power as fresh draws, call after call."""
+    specs, gaps = [(0.35, 0.5), (0.2, 0.3)], np.array([0.5, 0.0])
+    fresh = [P.rule_power(specs, [n, n], gaps, 300, 0.05, seed=1) for n in (12, 20, 12)]
+    small = P.PowerDraws(300, seed=1, max_bytes=300 * 20 * 8 * 2)  # room for one cell's pair of 20-RM ranks
+    kept = [P.rule_power(specs, [n, n], gaps, 300, 0.05, seed=1, draws=small) for n in (12, 20, 12)]
+    for a, b in zip(fresh, kept):
+        np.testing.assert_array_equal(a, b)
+    assert small._x_bytes <= small._x_max and len(small._x) >= 1
+    chol = P._cholesky(0.35, 0.5, 0.5)
+    xa, xb = small.x_ranks(0, 12, chol)
+    assert not xa.flags.writeable and small.x_ranks(0, 12, chol)[0] is xa
+    z, _ = small.get(0, 12)
+    np.testing.assert_array_equal(xb, stats.rankdata(z @ chol[2], axis=-1))
+
+
 def test_measurement_noise_matches_the_variance_it_is_given():
     """The power simulation's noise on the downstream scores induces the measurement variance it was
     calibrated to (checked on fresh draws), and the power falls with it."""

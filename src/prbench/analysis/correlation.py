@@ -261,7 +261,8 @@ def correlate_by_subset(
         if not any(e.score.key["benchmark"] == PERSONALIZED for e in keep):  # data.personalized.downstream.subsets
             log.warning("correlation.per_subset: the downstream questions' subset %r has no personalized benchmark "
                         "pairs: its rows correlate the baselines only", subset)
-        table, _, _ = _coefficient_table(keep, down, coefs, n_boot, n_perm, ci, seed)
+        with rankmetrics.ranks_memo():
+            table, _, _ = _coefficient_table(keep, down, coefs, n_boot, n_perm, ci, seed)
         parts.append(table.assign(subset=subset))
     if not parts:
         return pd.DataFrame(columns=SUBSET_COLUMNS)
@@ -293,17 +294,18 @@ def correlate(
     method's headline cell against every baseline, Spearman)."""
     bench, down = evaluate_scores(col, n_boot, seed)
     coefs = _coefficients(rbo_p, rbo_ties)
-    table, boots, undefined = _coefficient_table(bench, down, coefs, n_boot, n_perm, ci, seed)
-    comparisons = compare_benchmarks(bench, down, coefs, n_boot=n_boot, n_perm=n_perm, ci=ci, seed=seed,
-                                     fdr=fdr, min_rms=min_rms, signals=signals, confirmatory=confirmatory)
-    power = power_table(comparisons, power_sims, fdr=fdr, seed=seed, min_rms=min_rms)
+    with rankmetrics.ranks_memo():  # each bootstrap matrix meets every coefficient and measure: ranked once
+        table, boots, undefined = _coefficient_table(bench, down, coefs, n_boot, n_perm, ci, seed)
+        comparisons = compare_benchmarks(bench, down, coefs, n_boot=n_boot, n_perm=n_perm, ci=ci, seed=seed,
+                                         fdr=fdr, min_rms=min_rms, signals=signals, confirmatory=confirmatory)
+        power = power_table(comparisons, power_sims, fdr=fdr, seed=seed, min_rms=min_rms)
+        best_loo = best_without_one_rm(col.rms, bench, down, coefs)
 
     inputs = _inputs_table(col, bench, down, ci)
     replicated = [downstream.label(m) for m, c in replicate_counts(col).items() if c[-1] > 1]
     summary = summarize(table, boots, ci, col.notes, n_boot=n_boot, n_perm=n_perm, rbo_p=rbo_p, rbo_ties=rbo_ties,
                         undefined=undefined, comparisons=comparisons, power=power, fdr=fdr, min_rms=min_rms,
-                        power_sims=power_sims, best_loo=best_without_one_rm(col.rms, bench, down, coefs),
-                        replicated=replicated)
+                        power_sims=power_sims, best_loo=best_loo, replicated=replicated)
     return Result(table, inputs, boots, summary, comparisons, power, replicate_line(col))
 
 

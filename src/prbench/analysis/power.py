@@ -6,11 +6,13 @@ question-level worlds are `prbench.analysis.worlds`; `python -m prbench.analysis
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 from scipy import stats as sps
 
 from ..seeding import stable_seed
-from .rankmetrics import average_ranks
+from .rankmetrics import sort_ranks
 from .verdict import BASELINE, MIN_RMS, PERSONALIZED, Cell, decide_family, spearman_difference
 
 POWER_TARGET = 0.8
@@ -100,8 +102,29 @@ class PowerDraws:
     (seed, j), nested in n (n RMs = the stream's first n), shared by every gap, so power is
     monotone in the gap and the RMs up to Monte Carlo noise that no longer differs between calls."""
 
-    def __init__(self, n_sims: int, seed: int):
+    def __init__(self, n_sims: int, seed: int, max_bytes: int = 256 * 2**20):
         self.n_sims, self.seed, self._cache = n_sims, seed, {}
+        self._x, self._x_bytes, self._x_max = OrderedDict(), 0, max_bytes
+
+    def x_ranks(self, j: int, n: int, chol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Average ranks of cell j's two benchmark scores at n RMs under the Cholesky factor `chol`:
+        a power search asks for the same cell, n and gap again (a null cell beside every other cell's
+        own search, the same n in several searches); kept, least recently used dropped beyond
+        max_bytes. Callers read them only."""
+        key = (j, n, chol.tobytes())
+        hit = self._x.get(key)
+        if hit is not None:
+            self._x.move_to_end(key)
+            return hit
+        z, _ = self.get(j, n)
+        ranks = tuple(sort_ranks(z @ chol[i]) for i in (1, 2))
+        for r in ranks:
+            r.flags.writeable = False
+        self._x[key] = ranks
+        self._x_bytes += sum(r.nbytes for r in ranks)
+        while self._x_bytes > self._x_max and self._x:
+            self._x_bytes -= sum(r.nbytes for r in self._x.popitem(last=False)[1])
+        return ranks
 
     def y_ranks(self, j: int, n: int, sd: float) -> np.ndarray:
         """Average ranks of cell j's downstream scores z_y + sd e at n RMs: they do not depend on the
@@ -109,7 +132,7 @@ class PowerDraws:
         key = ("y", j, n, sd)
         if key not in self._cache:
             z, e = self.get(j, n)
-            self._cache[key] = average_ranks(z[..., 0] + sd * e)
+            self._cache[key] = sort_ranks(z[..., 0] + sd * e)
         return self._cache[key]
 
     def get(self, j: int, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -139,10 +162,10 @@ def rule_power(specs, ns, gap, n_sims: int, fdr: float, seed: int, min_rms: int 
         if chol is None:  # untestable: a constant side makes every coefficient undefined
             cells.append((np.zeros((n_sims, n)),) * 3)
             continue
-        z, e = draws.get(j, n)
         sd, var = meas[j] if meas is not None and meas[j] is not None else (0.0, 0.0)
-        # continuous draws (no ties, nothing to snap): ranked here once, the downstream ranks shared by every gap
-        xa, xb = (average_ranks(z @ chol[i]) for i in (1, 2))
+        # continuous draws (no ties, nothing to snap): ranked once per cell, n and gap, the downstream
+        # ranks shared by every gap
+        xa, xb = draws.x_ranks(j, n, chol)
         cells.append(Cell(xa, xb, draws.y_ranks(j, n, sd), var, ranked=True))
     fam = decide_family(cells, fdr, min_rms)
     rate = np.where(gaps >= 0, fam.rate(PERSONALIZED), fam.rate(BASELINE))

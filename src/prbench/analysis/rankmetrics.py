@@ -36,8 +36,11 @@ Without ties both equal the classical RBO_ext.
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import itertools
 import math
+from collections import OrderedDict
 
 import numpy as np
 
@@ -45,6 +48,7 @@ __all__ = [
     "snap",
     "TIE_DIGITS",
     "average_ranks",
+    "ranks_memo",
     "spearman",
     "kendall_tau_b",
     "weighted_tau",
@@ -109,11 +113,63 @@ def _bad_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return ~(np.isfinite(x).all(-1) & np.isfinite(y).all(-1))
 
 
+class _RankMemo:
+    """average_ranks' results by their input's shape and bytes (an exact key: equal bytes, equal
+    ranks), least recently used dropped beyond `max_bytes`; a hit returns a copy."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes, self.bytes, self.store = max_bytes, 0, OrderedDict()
+        self.hits = self.misses = 0
+
+    def ranks(self, a: np.ndarray) -> np.ndarray:
+        a = np.ascontiguousarray(a)
+        key = (a.shape, hashlib.blake2b(a, digest_size=16).digest())
+        hit = self.store.get(key)
+        if hit is not None:
+            self.hits += 1
+            self.store.move_to_end(key)
+            return hit.copy()
+        self.misses += 1
+        r = sort_ranks(a)
+        self.store[key] = r.copy()
+        self.bytes += r.nbytes
+        while self.bytes > self.max_bytes and self.store:
+            self.bytes -= self.store.popitem(last=False)[1].nbytes
+        return r
+
+
+_MEMO: _RankMemo | None = None
+
+
+@contextlib.contextmanager
+def ranks_memo(max_bytes: int = 256 * 2**20):
+    """Within: `average_ranks` ranks an array it has ranked before (the same shape and bytes) from
+    a stored copy. The correlation stage ranks each bootstrap matrix once per coefficient and
+    downstream measure; with this, once. Nested use shares the outer memo; yields it."""
+    global _MEMO
+    if _MEMO is not None:
+        yield _MEMO
+        return
+    _MEMO = _RankMemo(max_bytes)
+    try:
+        yield _MEMO
+    finally:
+        _MEMO = None
+
+
 def average_ranks(a) -> np.ndarray:
     """Ranks 1..n along the last axis, ties get their average rank (scipy's rankdata 'average', NaN
     propagated: a row with a NaN is all NaN). One sort per row: a tie group at sorted positions
-    start..end gets (start + end) / 2 + 1."""
+    start..end gets (start + end) / 2 + 1. Inside `ranks_memo()`, an input ranked before is not
+    sorted again."""
     a = np.asarray(a, dtype=float)
+    if _MEMO is not None:
+        return _MEMO.ranks(a)
+    return sort_ranks(a)
+
+
+def sort_ranks(a: np.ndarray) -> np.ndarray:
+    """`average_ranks` of a float array, always sorted (never from the memo)."""
     n = a.shape[-1] if a.ndim else 0
     if n == 0:
         return a.copy()
