@@ -3,7 +3,8 @@ training (configs/demo.yaml demo_training.policy, trl's SFTTrainer as prbench.tr
 float32, one thread), the operators by self CPU time, and the tokens a step computes logits for
 against those its loss reads (the completion's).
 
-    OMP_NUM_THREADS=1 .venv/bin/python perf/sft_profile.py --train <run>/results/data/train/personalized.jsonl [--steps 40]
+    OMP_NUM_THREADS=1 .venv/bin/python perf/sft_profile.py \
+        --train <run>/results/data/train/personalized.jsonl [--steps 40]
 """
 from __future__ import annotations
 
