@@ -261,7 +261,7 @@ def test_power_draws_keep_the_ranks_of_each_cell_n_and_gap():
     kept = [P.rule_power(specs, [n, n], gaps, 300, 0.05, seed=1, draws=small) for n in (12, 20, 12)]
     for a, b in zip(fresh, kept):
         np.testing.assert_array_equal(a, b)
-    assert small._x_bytes <= small._x_max and len(small._x) >= 1
+    assert small._x.bytes <= small._x.max_bytes and len(small._x) >= 1
     chol = P._cholesky(0.35, 0.5, 0.5)
     xa, xb = small.x_ranks(0, 12, chol)
     assert not xa.flags.writeable and small.x_ranks(0, 12, chol)[0] is xa

@@ -6,13 +6,11 @@ question-level worlds are `prbench.analysis.worlds`; `python -m prbench.analysis
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 from scipy import stats as sps
 
 from ..seeding import stable_seed
-from .rankmetrics import sort_ranks
+from .rankmetrics import BytesLRU, sort_ranks
 from .verdict import BASELINE, MIN_RMS, PERSONALIZED, Cell, decide_family, spearman_difference
 
 POWER_TARGET = 0.8
@@ -104,7 +102,7 @@ class PowerDraws:
 
     def __init__(self, n_sims: int, seed: int, max_bytes: int = 256 * 2**20):
         self.n_sims, self.seed, self._cache = n_sims, seed, {}
-        self._x, self._x_bytes, self._x_max = OrderedDict(), 0, max_bytes
+        self._x = BytesLRU(max_bytes)
 
     def x_ranks(self, j: int, n: int, chol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Average ranks of cell j's two benchmark scores at n RMs under the Cholesky factor `chol`:
@@ -114,16 +112,12 @@ class PowerDraws:
         key = (j, n, chol.tobytes())
         hit = self._x.get(key)
         if hit is not None:
-            self._x.move_to_end(key)
             return hit
         z, _ = self.get(j, n)
         ranks = tuple(sort_ranks(z @ chol[i]) for i in (1, 2))
         for r in ranks:
             r.flags.writeable = False
-        self._x[key] = ranks
-        self._x_bytes += sum(r.nbytes for r in ranks)
-        while self._x_bytes > self._x_max and self._x:
-            self._x_bytes -= sum(r.nbytes for r in self._x.popitem(last=False)[1])
+        self._x.put(key, ranks, sum(r.nbytes for r in ranks))
         return ranks
 
     def y_ranks(self, j: int, n: int, sd: float) -> np.ndarray:

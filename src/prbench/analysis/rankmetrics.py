@@ -113,28 +113,49 @@ def _bad_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return ~(np.isfinite(x).all(-1) & np.isfinite(y).all(-1))
 
 
-class _RankMemo:
-    """average_ranks' results by their input's shape and bytes (an exact key: equal bytes, equal
-    ranks), least recently used dropped beyond `max_bytes`; a hit returns a copy."""
+class BytesLRU:
+    """Values by key, the least recently used dropped once the values' sizes pass `max_bytes` (the
+    correlation stage's rank memo, the power search's draws)."""
 
     def __init__(self, max_bytes: int):
-        self.max_bytes, self.bytes, self.store = max_bytes, 0, OrderedDict()
+        self.max_bytes, self.bytes, self._store = max_bytes, 0, OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def get(self, key):
+        """The value kept under `key` (now the most recently used), or None."""
+        hit = self._store.get(key)
+        if hit is None:
+            return None
+        self._store.move_to_end(key)
+        return hit[0]
+
+    def put(self, key, value, nbytes: int) -> None:
+        self._store[key] = (value, nbytes)
+        self.bytes += nbytes
+        while self.bytes > self.max_bytes and self._store:
+            self.bytes -= self._store.popitem(last=False)[1][1]
+
+
+class _RankMemo(BytesLRU):
+    """average_ranks' results by their input's shape and bytes (an exact key: equal bytes, equal
+    ranks); a hit returns a copy."""
+
+    def __init__(self, max_bytes: int):
+        super().__init__(max_bytes)
         self.hits = self.misses = 0
 
     def ranks(self, a: np.ndarray) -> np.ndarray:
         a = np.ascontiguousarray(a)
         key = (a.shape, hashlib.blake2b(a, digest_size=16).digest())
-        hit = self.store.get(key)
+        hit = self.get(key)
         if hit is not None:
             self.hits += 1
-            self.store.move_to_end(key)
             return hit.copy()
         self.misses += 1
         r = sort_ranks(a)
-        self.store[key] = r.copy()
-        self.bytes += r.nbytes
-        while self.bytes > self.max_bytes and self.store:
-            self.bytes -= self.store.popitem(last=False)[1].nbytes
+        self.put(key, r.copy(), r.nbytes)
         return r
 
 
