@@ -54,7 +54,7 @@ def _save(fig, png: str | Path, pdf: str | Path) -> None:
     for path in (png, pdf):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, bbox_inches="tight")
-    fig.savefig(pdf, bbox_inches="tight")
+    fig.savefig(pdf, bbox_inches="tight", metadata={"CreationDate": None})  # no clock: the same run, the same bytes
     plt.close(fig)
 
 
@@ -214,18 +214,20 @@ def _overlaps(box, others, pad: float) -> bool:
                for o in others)
 
 
-def place_labels(ax, points, fontsize: float = 8, pad: float = 1.5, rings: int = 12):
+def place_labels(ax, points, fontsize: float = 8, pad: float = 1.5, rings: int = 12, draw: bool = True):
     """Label each point (name, x, y) of `ax` so that no two labels' rendered boxes overlap and no
     label covers a point's marker: each label, in order of x then y, takes the first free place
     among offsets on rings of growing radius around its point (right, above, left, below, then
     the diagonals), judged on the boxes the renderer draws (`get_window_extent`); a label placed
     away from its point gets a thin leader line. Deterministic (no randomness, fixed order).
-    Call after the figure's layout is final (tight_layout), as moving axes moves the points.
-    Returns the annotations."""
+    Call after the figure's layout is final (tight_layout), as moving axes moves the points; the
+    figure is drawn first unless `draw` is false (a caller labelling several panels draws once:
+    labels in one panel move no other panel). Returns the annotations."""
     from matplotlib.transforms import Bbox
 
     fig = ax.figure
-    fig.canvas.draw()
+    if draw:
+        fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     px = fig.dpi / 72.0
     marker = 4.0 * px  # s=36 markers: 6 pt across
@@ -311,8 +313,9 @@ def plot_scatter(inputs_csv, corr_csv, png, pdf, signals: dict | None = None, me
             ax.grid(alpha=0.3)
             ax.margins(x=0.18, y=0.12)
     fig.tight_layout()
+    fig.canvas.draw()  # once for every panel: a full draw per panel made this figure's cost grow as panels squared
     for ax, points in labelled:
-        place_labels(ax, points)
+        place_labels(ax, points, draw=False)
     _save(fig, png, pdf)
     return fig
 
