@@ -228,3 +228,16 @@ def test_null_world_judges_enum_is_the_codes_list():
     schema = yaml.safe_load((REPO / "schemas/config.schema.yaml").read_text())
     node = schema["properties"]["correlation"]["properties"]["null_world"]["properties"]["judges"]
     assert tuple(node["items"]["enum"]) == NULL_JUDGES
+
+
+def test_schema_as_json_is_the_yaml_schema():
+    """The JSON file rules/common.smk hands to validate() is the YAML schema, read with the pure
+    Python loader here, and is gone once the block ends."""
+    import json
+    from pathlib import Path
+
+    from prbench.config import SCHEMA_PATH, load_schema, schema_as_json
+
+    with schema_as_json() as path:
+        assert json.loads(Path(path).read_text()) == yaml.safe_load(SCHEMA_PATH.read_text()) == load_schema()
+    assert not Path(path).exists()

@@ -7,8 +7,12 @@ kinds, baseline kinds, model references), are in `prbench.validation`.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
+import json
+import os
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -21,8 +25,23 @@ class ConfigError(ValueError):
 
 
 def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
-    with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+    with open(path, encoding="utf-8") as fh:  # libyaml's safe loader where PyYAML has it: ~8x the pure one
+        return yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+@contextlib.contextmanager
+def schema_as_json(path: str | Path = SCHEMA_PATH):
+    """The YAML schema at `path` as a temporary JSON file (its path; removed on exit), for
+    `snakemake.utils.validate`: that reads a schema file through yte's YAML processing, about 0.4 CPU-s
+    for this schema on every parse of the workflow (each run, dry run and cluster job), and JSON in
+    milliseconds. The same document either way; the YAML stays the one source."""
+    fd, tmp = tempfile.mkstemp(prefix="prbench-schema-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(load_schema(path), fh)
+        yield tmp
+    finally:
+        os.unlink(tmp)
 
 
 def _validator_with_defaults(schema: dict):
