@@ -16,6 +16,40 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "Snakefile"
 
 
+# JSON keys that hold wall-clock measurements, not results: two runs of the same job may differ there
+# (tests/slurm/compare_outputs.py, tests/test_e2e.py).
+WALL_CLOCK_KEYS = {"seconds", "elapsed_seconds", "wall_seconds", "runtime_seconds", "timestamp", "started", "finished"}
+
+
+def without_wall_clock(obj, dropped: set[str], path: str = ""):
+    """`obj` (parsed JSON) less its WALL_CLOCK_KEYS at any depth; the JSON path of each key left out
+    is added to `dropped`."""
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            if k in WALL_CLOCK_KEYS:
+                dropped.add(f"{path}/{k}")
+            else:
+                out[k] = without_wall_clock(v, dropped, f"{path}/{k}")
+        return out
+    if isinstance(obj, list):
+        return [without_wall_clock(v, dropped, path) for v in obj]
+    return obj
+
+
+def same_but_wall_clock(name: str, a: bytes, b: bytes, dropped: set[str]) -> bool:
+    """Two contents of the file `name` agree: equal bytes, or, for differing JSON, equal once their
+    wall-clock fields are left out (only there: a tokenizer's vocabulary holds such words as keys).
+    Raises json.JSONDecodeError for a differing .json file that is not JSON."""
+    if a == b:
+        return True
+    if not name.endswith(".json"):
+        return False
+    import json
+
+    return without_wall_clock(json.loads(a), dropped) == without_wall_clock(json.loads(b), dropped)
+
+
 def snakemake_bin() -> str:
     """The `snakemake` next to this interpreter (the virtualenv's), else the one on PATH."""
     cand = Path(sys.executable).parent / "snakemake"

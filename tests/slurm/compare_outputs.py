@@ -1,26 +1,13 @@
 """Compare two results/ trees file by file: byte-identical, except that JSON files may differ in
-wall-clock fields (VOLATILE keys: timings are measurements, not results).
+wall-clock fields (tests/helpers.py WALL_CLOCK_KEYS: timings are measurements, not results).
 Usage: python compare_outputs.py REF_DIR OTHER_DIR  -> exit 1 and a list of differences."""
 
 import json
 import sys
 from pathlib import Path
 
-VOLATILE = {"seconds", "elapsed_seconds", "wall_seconds", "runtime_seconds", "timestamp", "started", "finished"}
-
-
-def strip(obj, dropped, path=""):
-    if isinstance(obj, dict):
-        out = {}
-        for k, v in obj.items():
-            if k in VOLATILE:
-                dropped.add(f"{path}/{k}")
-            else:
-                out[k] = strip(v, dropped, f"{path}/{k}")
-        return out
-    if isinstance(obj, list):
-        return [strip(v, dropped, path) for v in obj]
-    return obj
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the helpers the suite shares
+from helpers import same_but_wall_clock  # noqa: E402
 
 
 def compare(ref: Path, other: Path) -> list[str]:
@@ -30,16 +17,12 @@ def compare(ref: Path, other: Path) -> list[str]:
     problems += [f"only in {other}: {p}" for p in sorted(files_b - files_a)]
     dropped: set[str] = set()
     for rel in sorted(files_a & files_b):
-        a, b = (ref / rel).read_bytes(), (other / rel).read_bytes()
-        if a == b:
-            continue
-        if rel.suffix == ".json":
-            try:
-                if strip(json.loads(a), dropped) == strip(json.loads(b), dropped):
-                    continue
-            except json.JSONDecodeError as e:
-                problems.append(f"{rel}: invalid JSON ({e})")
+        try:
+            if same_but_wall_clock(rel.name, (ref / rel).read_bytes(), (other / rel).read_bytes(), dropped):
                 continue
+        except json.JSONDecodeError as e:
+            problems.append(f"{rel}: invalid JSON ({e})")
+            continue
         problems.append(f"{rel}: contents differ")
     if dropped:
         print(f"ignored wall-clock fields: {sorted(dropped)}", file=sys.stderr)
