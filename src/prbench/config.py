@@ -32,7 +32,7 @@ def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
 @contextlib.contextmanager
 def schema_as_json(path: str | Path = SCHEMA_PATH):
     """The YAML schema at `path` as a temporary JSON file (its path; removed on exit), for
-    `snakemake.utils.validate`: that reads a schema file through yte's YAML processing, about 0.4 CPU-s
+    `snakemake.utils.validate`: that reads a schema file through yte's YAML processing, about 0.25 CPU-s
     for this schema on every parse of the workflow (each run, dry run and cluster job), and JSON in
     milliseconds. The same document either way; the YAML stays the one source."""
     fd, tmp = tempfile.mkstemp(prefix="prbench-schema-", suffix=".json")
