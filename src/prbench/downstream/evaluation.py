@@ -32,7 +32,6 @@ from ..seeding import stable_seed
 from ..stats import bootstrap_ci
 from . import run_files
 from .policy import generate_answers, load_policy_model
-from .prompt_rows import limit_posts, load_prompt_rows, select_eval_prompts
 from .reward_rise import RISE_COLUMNS, reward_rise_rows
 
 log = logging.getLogger("prbench.downstream.evaluation")
@@ -71,6 +70,8 @@ def eval_prompt_rows(eval_prompts: str, ppo_cfg: dict, subset: str | None = None
     (only `subset`'s when given: a per-subset PPO run), each showing its first `ppo.eval_posts`
     profile posts (all when null)."""
     ppo_cfg = entry_with_defaults(ppo_cfg, "ppo")
+    from .prompt_rows import limit_posts, load_prompt_rows, select_eval_prompts  # torch (the reward adapter)
+
     rows = select_eval_prompts(load_prompt_rows(eval_prompts), ppo_cfg["eval_questions_per_subset"])
     if subset is not None:
         rows = [r for r in rows if r["subset"] == subset]
