@@ -5,7 +5,6 @@ from typing import Callable
 
 import numpy as np
 
-
 _BLOCK = 1 << 22  # elements per block of resampled rows (32 MiB of float64)
 
 
