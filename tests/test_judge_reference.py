@@ -89,17 +89,18 @@ def test_sound_tips_rated_above_bad_ones_on_the_demo_world(calibrated):
 def test_calibration_is_seeded_and_halves_the_pairs(calibrated, tmp_path):
     _, root, _, cal = calibrated
     pairs = reference_pairs([str(root / "g" / "train.jsonl")])
-    judge = ReferenceJudge(MODEL)
-    again = calibrate_reference(judge, pairs, 0)
-    assert {k: again[k] for k in ("t1", "t2", "good", "bad")} == {k: cal[k] for k in ("t1", "t2", "good", "bad")}
-    other = calibrate_reference(ReferenceJudge(MODEL, encoder=judge.encoder), pairs, 1)
-    assert other["good"] != cal["good"] and other["judge_id"] != cal["judge_id"]
-    # the split follows the rows, never the directory the files sit in
+    # the split follows the rows, never the directory the files sit in: the same rows elsewhere, the
+    # same seed, give the fixture's calibration (so the seed alone fixes it)
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "train.jsonl").write_bytes((root / "g" / "train.jsonl").read_bytes())
     moved = reference_pairs([str(tmp_path / "elsewhere" / "train.jsonl")])
     assert [p["id"] for p in moved] == [p["id"] for p in pairs]
-    assert calibrate_reference(ReferenceJudge(MODEL, encoder=judge.encoder), moved, 0)["judge_id"] == cal["judge_id"]
+    judge = ReferenceJudge(MODEL)
+    again = calibrate_reference(judge, moved, 0)
+    assert {k: again[k] for k in ("t1", "t2", "good", "bad", "judge_id")} == {
+        k: cal[k] for k in ("t1", "t2", "good", "bad", "judge_id")}
+    other = calibrate_reference(ReferenceJudge(MODEL, encoder=judge.encoder), pairs, 1)
+    assert other["good"] != cal["good"] and other["judge_id"] != cal["judge_id"]
 
 
 def test_reference_pairs_errors(tmp_path):
