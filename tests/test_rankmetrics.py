@@ -330,3 +330,39 @@ def test_ranks_memo_gives_the_same_ranks_and_copies():
         memoed[0] = rk.spearman(x, y)
     for a, b in zip(plain, memoed):
         np.testing.assert_array_equal(a, b)
+
+
+def _tied_batches(seed: int):
+    """Batches with heavy ties, signed zeros, NaN rows and several leading axes."""
+    rng = np.random.default_rng(seed)
+    for t in range(400):
+        n = int(rng.integers(1, 40))
+        shape = (int(rng.integers(1, 4)), int(rng.integers(1, 4)), n) if t % 3 == 0 else (int(rng.integers(1, 7)), n)
+        a = rng.integers(0, int(rng.integers(1, 9)), shape).astype(float) if t % 2 else rng.normal(size=shape)
+        if t % 7 == 0:
+            a[a == 0] = -0.0
+        if t % 11 == 0:
+            a[rng.random(shape) < 0.1] = np.nan
+        yield a
+
+
+def test_sorted_tie_blocks_and_lex_positions_equal_their_pairwise_definitions():
+    """The sort-based counts equal the n x n comparison matrices' (integers: exactly), in any shape."""
+    for a in _tied_batches(0):
+        above, size = rk._tie_blocks(a)
+        ref_above, ref_size = rk._tie_blocks_by_pairs(a)
+        assert np.array_equal(above, ref_above) and np.array_equal(size, ref_size)
+        assert above.dtype == ref_above.dtype and size.dtype == ref_size.dtype
+        b = np.where(np.isnan(a), 0.0, a)  # _lex_positions' callers pass NaN-free keys
+        c = np.random.default_rng(a.size).integers(0, 3, a.shape).astype(float)
+        for first, second in ((b, c), (c, b)):
+            g1, l1 = rk._compare(first)
+            g2, l2 = rk._compare(second)
+            assert np.array_equal(rk._lex_positions(first, second), rk._lex_rank(g1, l1, g2, l2))
+
+
+def test_sort_ranks_any_sort_order_gives_scipys_average_ranks():
+    for a in _tied_batches(1):
+        ref = np.apply_along_axis(stats.rankdata, -1, np.nan_to_num(a, nan=0.0))
+        ref[np.isnan(a).any(-1)] = np.nan
+        assert np.array_equal(rk.sort_ranks(a), ref, equal_nan=True)
