@@ -266,20 +266,6 @@ def _rm_plan(stage, wildcards):
     return rm_job_plan(stage, wildcards.rm, wildcards.bench if stage == "benchmark" else None)
 
 
-def rm_gpus(stage):
-    """Resource function: the GPUs of an RM job at `stage` (0 for CPU kinds and in the demo)."""
-    return lambda wildcards: 0 if DEMO else _rm_plan(stage, wildcards).gpus
-
-
-def rm_mem_mb(stage):
-    return lambda wildcards: CPU_MEM_MB if DEMO else _rm_plan(stage, wildcards).mem_mb
-
-
-def rm_runtime(stage):
-    """Minutes: the plan's runtime, times the attempt (a job killed at its limit is resubmitted with more)."""
-    return lambda wildcards, attempt: 30 if DEMO else _rm_plan(stage, wildcards).runtime_min * attempt
-
-
 @functools.lru_cache(maxsize=None)
 def shared_plan(job, policy=None, subset=None):
     """The plan of one judge or policy job (RES.shared_job): job sample_bon, base_answers, judge_bon,
@@ -291,18 +277,6 @@ def _shared(job, wc):
     return shared_plan(job, getattr(wc, "policy", None), getattr(wc, "subset", None))
 
 
-def shared_gpus(job):
-    return lambda wc: 0 if DEMO else _shared(job, wc).gpus
-
-
-def shared_mem_mb(job):
-    return lambda wc: CPU_MEM_MB if DEMO else _shared(job, wc).mem_mb
-
-
-def shared_runtime(job):
-    return lambda wc, attempt: 30 if DEMO else _shared(job, wc).runtime_min * attempt
-
-
 @functools.lru_cache(maxsize=None)
 def trained_plan(method, policy, rm, subset=None):
     """The plan of one train_ppo (per-subset run: subset) or train_grpo job."""
@@ -311,14 +285,51 @@ def trained_plan(method, policy, rm, subset=None):
     return RES.grpo_reward(config, policy, rm)
 
 
+def _trained(method, wc):
+    return trained_plan(method, wc.policy, wc.rm, getattr(wc, "subset", None))
+
+
+def plan_resource(plan_of, field):
+    """Resource function of one job class: `field` (gpus, mem_mb or runtime) of the plan that
+    plan_of(wildcards) gives; the demo's fixed values instead (no GPU, resources.cpu_mem_mb, 30 min).
+    runtime: minutes, times the attempt (a job killed at its limit is resubmitted with more)."""
+    if field == "runtime":
+        return lambda wc, attempt: 30 if DEMO else plan_of(wc).runtime_min * attempt
+    demo = {"gpus": 0, "mem_mb": CPU_MEM_MB}[field]
+    return lambda wc: demo if DEMO else getattr(plan_of(wc), field)
+
+
+def rm_gpus(stage):
+    """The GPUs of an RM job at `stage` (benchmark: score_benchmark, bon: score_bon; 0 for CPU kinds)."""
+    return plan_resource(functools.partial(_rm_plan, stage), "gpus")
+
+
+def rm_mem_mb(stage):
+    return plan_resource(functools.partial(_rm_plan, stage), "mem_mb")
+
+
+def rm_runtime(stage):
+    return plan_resource(functools.partial(_rm_plan, stage), "runtime")
+
+
+def shared_gpus(job):
+    return plan_resource(functools.partial(_shared, job), "gpus")
+
+
+def shared_mem_mb(job):
+    return plan_resource(functools.partial(_shared, job), "mem_mb")
+
+
+def shared_runtime(job):
+    return plan_resource(functools.partial(_shared, job), "runtime")
+
+
 def trained_mem_mb(method):
-    return lambda wc: CPU_MEM_MB if DEMO else trained_plan(method, wc.policy, wc.rm, getattr(wc, "subset", None)).mem_mb
+    return plan_resource(functools.partial(_trained, method), "mem_mb")
 
 
 def trained_runtime(method):
-    return lambda wc, attempt: (
-        30 if DEMO else trained_plan(method, wc.policy, wc.rm, getattr(wc, "subset", None)).runtime_min * attempt
-    )
+    return plan_resource(functools.partial(_trained, method), "runtime")
 
 
 # ---- policies and RMs of the downstream stages (BoN, PPO, GRPO, evaluation) ---------------
