@@ -242,12 +242,13 @@ def gpus_for(params_b, train=False):
 
 
 def threads_for(n):
-    """Threads for a job: n on a GPU box or cluster, one in the demo. The demo's tiny models gain
-    little from a second thread (the demo policy: 397 s on 1 thread, 345 s on 2), so one-thread jobs
-    side by side keep both cores busy while the policy trains. And one thread everywhere makes the
+    """Threads for a job: n on a GPU box or cluster, one in the demo and on the replicas (a config
+    whose models the DAG builds: replica.models). Their tiny models gain little or nothing from a
+    second thread (the demo policy: 397 s on 1 thread, 345 s on 2; a replica RM's benchmark scoring
+    took longer on 2), so one-thread jobs side by side keep both cores busy. And one thread makes the
     demo's tables independent of the machine: Snakemake scales `threads` down to `--cores`, and the
     RM trainings' weights depend on the thread count (docs/DESIGN.md, "Threads")."""
-    return 1 if DEMO else n
+    return 1 if DEMO or REPLICA_MODELS else n
 
 
 def mem_mb_for(params_b, train=False):
