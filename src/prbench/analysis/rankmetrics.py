@@ -256,22 +256,9 @@ def kendall_tau_b(x, y, snapped: bool = False):
     return _finish(tau, _bad_rows(x, y) | (den == 0), squeeze)
 
 
-def _lex_rank(g1: np.ndarray, l1: np.ndarray, g2: np.ndarray, l2: np.ndarray) -> np.ndarray:
-    """Each item's 0-based position when the items are ordered by decreasing (first, second) and,
-    where both are equal, by decreasing index (numpy's stable lexsort, reversed): the items above it
-    by the first key, by the second among its equals there, and the later identical ones. From the
-    comparison matrices: the definition `_lex_positions` computes by sorting."""
-    rank = g1.sum(-1)
-    eq1 = ~(g1 | l1)
-    if (eq1.sum(-1) > 1).any():  # ties on the first key: the second key and the index order them
-        later = np.triu(np.ones(eq1.shape[-2:], dtype=bool), k=1)  # later[i, j] = j > i
-        rank = rank + (eq1 & g2).sum(-1) + (eq1 & ~(g2 | l2) & later).sum(-1)
-    return rank
-
-
 def _lex_positions(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """`_lex_rank` of two NaN-free (..., n) keys by one lexicographic sort per row: the position in
-    the order by decreasing first key, then decreasing second, then decreasing index."""
+    """Each item's 0-based position in the order by decreasing first key, then decreasing second,
+    then decreasing index (NaN-free (..., n) keys; numpy's stable lexsort, reversed)."""
     n = first.shape[-1]
     index = np.broadcast_to(-np.arange(n), first.shape)
     order = np.lexsort((index, -second, -first), axis=-1)
@@ -313,27 +300,19 @@ def _tie_blocks_by_pairs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return above, a.shape[-1] - above - lt.sum(-1)
 
 
-def _sorted_blocks(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(order, start, end) of a NaN-free (..., n) array: the ascending sort order and, per sorted
-    position, the first and last sorted position of its group of equal values."""
+def _tie_blocks(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per item: items strictly above it (0-based top rank), its tie-group size; one sort per row
+    (the order inside a group of equal values is never read: only where each group starts and ends)."""
     n = a.shape[-1]
-    order = np.argsort(a, axis=-1)  # any order within a group of equal values: only the groups are read
+    if n == 0 or np.isnan(a).any():  # NaN compares unequal to all: the pairwise definition
+        return _tie_blocks_by_pairs(a)
+    order = np.argsort(a, axis=-1)
     s = np.take_along_axis(a, order, -1)
     pos = np.broadcast_to(np.arange(n), a.shape)
     step = s[..., 1:] != s[..., :-1]
     edge = np.ones(a.shape[:-1] + (1,), dtype=bool)
     start = np.maximum.accumulate(np.where(np.concatenate([edge, step], -1), pos, 0), axis=-1)
     end = np.minimum.accumulate(np.where(np.concatenate([step, edge], -1), pos, n - 1)[..., ::-1], axis=-1)[..., ::-1]
-    return order, start, end
-
-
-def _tie_blocks(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per item: number of items strictly above it (0-based top rank) and its tie-group size.
-    One sort per row (the n x n comparisons where a row holds a NaN, which compares unequal to all)."""
-    n = a.shape[-1]
-    if n == 0 or np.isnan(a).any():
-        return _tie_blocks_by_pairs(a)
-    order, start, end = _sorted_blocks(a)
     above, size = np.empty(a.shape, dtype=np.int64), np.empty(a.shape, dtype=np.int64)
     np.put_along_axis(above, order, n - 1 - end, -1)
     np.put_along_axis(size, order, end - start + 1, -1)
