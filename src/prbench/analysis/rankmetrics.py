@@ -189,24 +189,29 @@ def average_ranks(a) -> np.ndarray:
     return sort_ranks(a)
 
 
+def _group_bounds(step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first, last) sorted position of each sorted value's group of equals; step: value != previous."""
+    n = step.shape[-1] + 1
+    pos = np.broadcast_to(np.arange(n), step.shape[:-1] + (n,))
+    edge = np.ones(step.shape[:-1] + (1,), dtype=bool)
+    start = np.maximum.accumulate(np.where(np.concatenate([edge, step], -1), pos, 0), axis=-1)
+    end = np.minimum.accumulate(np.where(np.concatenate([step, edge], -1), pos, n - 1)[..., ::-1], axis=-1)
+    return start, end[..., ::-1]
+
+
 def sort_ranks(a: np.ndarray) -> np.ndarray:
     """`average_ranks` of a float array, always sorted (never from the memo)."""
     n = a.shape[-1] if a.ndim else 0
     if n == 0:
         return a.copy()
-    # NaN last. Any sort order gives the same ranks (a tie group's members all get its average rank),
-    # so numpy's default sort, about twice as fast as a stable one on long rows
-    order = np.argsort(a, axis=-1)
+    order = np.argsort(a, axis=-1)  # NaN last; any order inside a tie group gives its average rank
     s = np.take_along_axis(a, order, -1)
-    pos = np.broadcast_to(np.arange(n), a.shape)
     step = s[..., 1:] != s[..., :-1]
     if step.all():  # no ties (a simulation's continuous draws)
-        r = pos + 1.0
+        r = np.broadcast_to(np.arange(n), a.shape) + 1.0
     else:
-        edge = np.ones(a.shape[:-1] + (1,), dtype=bool)
-        start = np.maximum.accumulate(np.where(np.concatenate([edge, step], -1), pos, 0), axis=-1)
-        end = np.minimum.accumulate(np.where(np.concatenate([step, edge], -1), pos, n - 1)[..., ::-1], axis=-1)
-        r = (start + end[..., ::-1]) / 2.0 + 1.0
+        start, end = _group_bounds(step)
+        r = (start + end) / 2.0 + 1.0
     ranks = np.empty(a.shape)
     np.put_along_axis(ranks, order, r, -1)
     nan = np.isnan(s[..., -1])
@@ -308,11 +313,7 @@ def _tie_blocks(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return _tie_blocks_by_pairs(a)
     order = np.argsort(a, axis=-1)
     s = np.take_along_axis(a, order, -1)
-    pos = np.broadcast_to(np.arange(n), a.shape)
-    step = s[..., 1:] != s[..., :-1]
-    edge = np.ones(a.shape[:-1] + (1,), dtype=bool)
-    start = np.maximum.accumulate(np.where(np.concatenate([edge, step], -1), pos, 0), axis=-1)
-    end = np.minimum.accumulate(np.where(np.concatenate([step, edge], -1), pos, n - 1)[..., ::-1], axis=-1)[..., ::-1]
+    start, end = _group_bounds(s[..., 1:] != s[..., :-1])
     above, size = np.empty(a.shape, dtype=np.int64), np.empty(a.shape, dtype=np.int64)
     np.put_along_axis(above, order, n - 1 - end, -1)
     np.put_along_axis(size, order, end - start + 1, -1)
