@@ -206,9 +206,10 @@ def pick(section, keys):
 
 
 # Config keys that are resource hints (params_b) or read by one job only (judge.validity_bootstrap:
-# judge_validity) or choose which jobs exist (reward_models.<rm>.downstream: DOWNSTREAM_RMS), never part
-# of the model entries other jobs receive as params.
-RESOURCE_KEYS = ("params_b", "validity_bootstrap", "downstream")
+# judge_validity) or choose which jobs exist (reward_models.<rm>.downstream: DOWNSTREAM_RMS;
+# reward_models.<rm>.benchmark_parts: a split benchmark job's parts), never part of the model entries
+# other jobs receive as params.
+RESOURCE_KEYS = ("params_b", "validity_bootstrap", "downstream", "benchmark_parts")
 
 
 def without_resource_keys(entry):
@@ -263,7 +264,35 @@ def rm_job_plan(stage, rm, bench=None):
     return RES.rm_inference(config, rm, stage, bench)
 
 
+@functools.lru_cache(maxsize=None)
+def benchmark_parts(rm, bench):
+    """How many parts the RM's job on `bench` is split into (RES.benchmark_parts: the entry's
+    benchmark_parts, or resources.max_runtime_min); 1 for an RM family's members (rules/family.smk)."""
+    return RES.benchmark_parts(config, rm, bench) if rm in SINGLE_RMS else 1
+
+
+def benchmark_part_files(kind):
+    """Input function of score_benchmark: a split job's parts (kind "pairs" or "info"; none when it
+    is one job)."""
+    ext = {"pairs": "pairs.jsonl", "info": "json"}[kind]
+
+    def files(wildcards):
+        n = benchmark_parts(wildcards.rm, wildcards.bench)
+        return [f"results/scores/{wildcards.rm}/parts/{wildcards.bench}.{i}.{ext}" for i in range(n)] if n > 1 else []
+
+    return files
+
+
+def benchmark_model_input(wildcards):
+    """score_benchmark's model: none for a split job's join (its parts load the RM)."""
+    return [] if benchmark_parts(wildcards.rm, wildcards.bench) > 1 else rm_model_input(wildcards)
+
+
 def _rm_plan(stage, wildcards):
+    if stage == "benchmark" and benchmark_parts(wildcards.rm, wildcards.bench) > 1:
+        return RES.benchmark_join(config, wildcards.rm)  # the join of a split job: no model
+    if stage == "benchmark_part":
+        return rm_job_plan("benchmark", wildcards.rm, wildcards.bench)  # one part's time
     return rm_job_plan(stage, wildcards.rm, wildcards.bench if stage == "benchmark" else None)
 
 
@@ -290,18 +319,24 @@ def _trained(method, wc):
     return trained_plan(method, wc.policy, wc.rm, getattr(wc, "subset", None))
 
 
+def _capped(minutes, cap):
+    return minutes if cap is None else min(minutes, int(cap))
+
+
 def plan_resource(plan_of, field):
     """Resource function of one job class: `field` (gpus, mem_mb or runtime) of the plan that
     plan_of(wildcards) gives; the demo's fixed values instead (no GPU, resources.cpu_mem_mb, 30 min).
     runtime: minutes, times the attempt (a job killed at its limit is resubmitted with more)."""
     if field == "runtime":
-        return lambda wc, attempt: 30 if DEMO else plan_of(wc).runtime_min * attempt
+        cap = RES.max_runtime(config)  # resources.max_runtime_min: the partition's limit, a retry included
+        return lambda wc, attempt: 30 if DEMO else _capped(plan_of(wc).runtime_min * attempt, cap)
     demo = {"gpus": 0, "mem_mb": CPU_MEM_MB}[field]
     return lambda wc: demo if DEMO else getattr(plan_of(wc), field)
 
 
 def rm_gpus(stage):
-    """The GPUs of an RM job at `stage` (benchmark: score_benchmark, bon: score_bon; 0 for CPU kinds)."""
+    """The GPUs of an RM job at `stage` (benchmark: score_benchmark, benchmark_part: one part of a split
+    one, bon: score_bon; 0 for CPU kinds and a split job's join)."""
     return plan_resource(functools.partial(_rm_plan, stage), "gpus")
 
 

@@ -1,12 +1,17 @@
 # Benchmark scoring: one job per (RM, benchmark), then one tidy accuracy table over all of them.
 # Each job's params hold only its own RM's spec, so adding or editing an RM entry reruns only
-# that RM's jobs (tests/test_new_rm_dag.py).
+# that RM's jobs (tests/test_new_rm_dag.py). A job that would outlast the partition's time limit
+# (resources.max_runtime_min, or the entry's benchmark_parts) is split: score_benchmark_part scores
+# contiguous parts of the benchmark's rows, and score_benchmark joins them into the same two files
+# (prbench.scoring.parts).
 
 
 rule score_benchmark:
     input:
         bench="results/data/benchmarks/{bench}.jsonl",
-        model=rm_model_input,
+        model=benchmark_model_input,
+        parts=benchmark_part_files("pairs"),  # a split job: its parts (none: one job scores it all)
+        part_info=benchmark_part_files("info"),
     output:
         pairs="results/scores/{rm}/{bench}.pairs.jsonl",
         accuracy="results/scores/{rm}/{bench}.accuracy.json",
@@ -31,6 +36,37 @@ rule score_benchmark:
         bench_kind=lambda wildcards: config["data"].get("baselines", {}).get(wildcards.bench, {}).get("kind"),
     script:
         "../workflow_scripts/score_benchmark.py"
+
+
+rule score_benchmark_part:
+    input:
+        bench="results/data/benchmarks/{bench}.jsonl",
+        model=rm_model_input,
+    output:
+        pairs="results/scores/{rm}/parts/{bench}.{part}.pairs.jsonl",
+        info="results/scores/{rm}/parts/{bench}.{part}.json",
+    log:
+        "logs/scoring/{rm}/{bench}.part{part}.log",
+    benchmark:
+        "job_times/scoring/{rm}/{bench}.part{part}.tsv"
+    wildcard_constraints:
+        rm="|".join(SINGLE_RMS) if SINGLE_RMS else "__none__",
+        part="[0-9]+",
+    conda:
+        "../envs/models.yaml"
+    threads: threads_for(2)
+    resources:
+        mem_mb=rm_mem_mb("benchmark_part"),
+        runtime=rm_runtime("benchmark_part"),
+        gpu=rm_gpus("benchmark_part"),
+    params:
+        prompts=canon(PROMPTS),
+        spec=lambda wildcards: rm_spec(wildcards.rm),
+        scoring=lambda wildcards: scoring_params(wildcards.rm),
+        seed=SEED,
+        parts=lambda wildcards: benchmark_parts(wildcards.rm, wildcards.bench),
+    script:
+        "../workflow_scripts/score_benchmark_part.py"
 
 
 rule accuracy_table:

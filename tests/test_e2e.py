@@ -280,3 +280,30 @@ def test_every_rule_reruns_to_the_same_bytes(runs, tmp_path):
     assert not differ, "differ from the first run's:\n" + "\n".join(differ)
     assert all(p.endswith("/seconds") for p in dropped), dropped
     assert sorted(started) == sorted(chosen), "the rerun ran other jobs than one of each rule"
+
+
+def test_split_benchmark_job_writes_one_jobs_files(runs, tmp_path):
+    """A benchmark job split into parts (reward_models.<rm>.benchmark_parts; prbench.scoring.parts) on
+    the real rules: score_benchmark_part scores each part and score_benchmark joins them, writing the
+    run's own pairs file and the same accuracy (its counts and diagnostics apart), on a pairs benchmark
+    and on the best-of-4 items of the RewardBench 2 stand-in."""
+    import shutil
+
+    workdir, _ = runs
+    work = tmp_path / "w"
+    shutil.copytree(workdir / "results/data/benchmarks", work / "results/data/benchmarks")
+    (tmp_path / "parts.yaml").write_text("reward_models:\n  length_only:\n    benchmark_parts: 2\n")
+    targets = [f"results/scores/length_only/{b}.accuracy.json" for b in ("personalized", "rewardbench2")]
+    code, out = _run(work, "--configfile", CONFIG, tmp_path / "parts.yaml", "--allowed-rules", "score_benchmark",
+                     "score_benchmark_part", "--cores", "1", *targets, timeout=600)
+    assert code == 0, out[-4000:]
+    jobs = re.findall(r"^(?:local)?rule (\w+):", out, flags=re.M)
+    assert sorted(jobs) == sorted(["score_benchmark_part"] * 4 + ["score_benchmark"] * 2), jobs
+    for target in targets:
+        pairs = target.replace(".accuracy.json", ".pairs.jsonl")
+        assert (work / pairs).read_bytes() == (workdir / pairs).read_bytes(), pairs
+        got, ref = json.loads((work / target).read_text()), json.loads((workdir / target).read_text())
+        assert got["scoring"]["parts"] == 2 and got["diagnostics"]["parts"] == 2
+        drop = ("scoring", "diagnostics")
+        assert {k: v for k, v in got.items() if k not in drop} == {k: v for k, v in ref.items() if k not in drop}
+        assert len(list((work / "results/scores/length_only/parts").glob(f"{target.split('/')[-1][:-14]}.*"))) == 4

@@ -14,8 +14,9 @@ from helpers import REPO
 SCRIPTS = REPO / "workflow_scripts"
 # Jobs that load a model (an RM, a policy, the judge's or the retriever's encoder, a replica to build).
 MODEL_JOBS = {"base_answers", "calibrate_judge", "eval_policy", "judge_bon", "judge_validity",
-              "prepare_personalized", "replica_model", "rm_family", "sample_bon", "score_benchmark", "score_bon",
-              "score_bon_family", "train_demo_policy", "train_demo_rm", "train_grpo", "train_ppo"}
+              "prepare_personalized", "replica_model", "rm_family", "sample_bon", "score_benchmark",
+              "score_benchmark_part", "score_bon", "score_bon_family", "train_demo_policy", "train_demo_rm",
+              "train_grpo", "train_ppo"}
 
 PROBE = """
 import importlib, json, sys

@@ -52,6 +52,11 @@ SKIP = [
     Skip(ALL, "*.params_b", "resource hint: sizes the jobs' memory and GPU requests (resources:), never what "
                             "they compute (rules/common.smk RESOURCE_KEYS)"),
     Skip(ALL, "resources.*", "resource hints: memory and GPU requests (resources:), not params"),
+    Skip(ALL, "reward_models.*.benchmark_parts", "chooses jobs, not what they compute (rules/common.smk "
+                                                 "RESOURCE_KEYS): 1, the edit tried, is one job as without the "
+                                                 "key; more splits the RM's benchmark jobs into parts joined into "
+                                                 "the same files (tests/test_benchmark_parts.py, tests/test_e2e.py); "
+                                                 "a family member is scored by its family's job"),
     Skip(("replica",), ("correlation.null_world.judges", "correlation.null_world.rm_subsets"),
          "read by rule null_world only, which this config leaves off (null_world.draws 0, graded false)"),
     Skip(ALL, "judge.tensor_parallel_size", "vLLM engine key: read under judge.backend vllm only"),

@@ -321,15 +321,25 @@ def test_ranks_memo_gives_the_same_ranks_and_copies():
         with rk.ranks_memo() as inner:  # nested: the outer memo
             assert inner is memo
         np.testing.assert_array_equal(rk.average_ranks(arrays[1]), fresh[1])
-    assert rk._MEMO is None
+    assert rk.rankmemo._MEMO is None
     # the correlation stage under the memo equals the stage without it (one coefficient over bootstrap rows)
     x, y = np.round(rng.normal(size=(200, 15)), 1), rng.normal(size=(200, 15))
     plain = [rk.spearman(x, y), rk.kendall_tau_b(x, y), rk.weighted_tau(x, y), rk.ndcg(x, y)]
-    with rk.ranks_memo():
-        memoed = [rk.spearman(x, y), rk.kendall_tau_b(x, y), rk.weighted_tau(x, y), rk.ndcg(x, y)]
-        memoed[0] = rk.spearman(x, y)
-    for a, b in zip(plain, memoed):
-        np.testing.assert_array_equal(a, b)
+    plain += [rk.rbo_scores(x, y), rk.rbo_scores(x, y, ties="a")]
+    nan_x = x.copy()
+    nan_x[3, 4] = np.nan  # a NaN row: the pairwise tie groups
+    plain += [rk.weighted_tau(nan_x, y), rk.kendall_tau_b(nan_x, y)]
+    with rk.ranks_memo() as memo:
+        for _ in range(2):  # the second pass reads every rank, sign matrix and tie group from the memo
+            memoed = [rk.spearman(x, y), rk.kendall_tau_b(x, y), rk.weighted_tau(x, y), rk.ndcg(x, y),
+                      rk.rbo_scores(x, y), rk.rbo_scores(x, y, ties="a"), rk.weighted_tau(nan_x, y),
+                      rk.kendall_tau_b(nan_x, y)]
+            for a, b in zip(plain, memoed):
+                np.testing.assert_array_equal(a, b)
+        assert memo.hits > memo.misses
+        kept = rk._tie_blocks(x)[1]
+        assert not kept.flags.writeable  # the memo's own arrays: read-only for the callers that share them
+    assert rk._tie_blocks(x)[1].flags.writeable  # outside: computed afresh
 
 
 def _tied_batches(seed: int):

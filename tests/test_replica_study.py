@@ -90,6 +90,13 @@ def test_study_dry_run_on_replicas_has_the_plans_job_counts(configs):
     on_replicas["total"] -= len(rep["replica"]["models"])
     assert on_replicas == study
     assert study["score_benchmark"] == 4 * len(rep["reward_models"])  # every RM on every benchmark
+    # the jobs above the study's 48-hour partition (resources.max_runtime_min) in parts (prbench.scoring.parts)
+    from prbench.plan import resources as R
+
+    base = configs[0]
+    benches = ["personalized", *base["data"]["baselines"]]
+    parts = [R.benchmark_parts(base, rm, b) for rm in base["reward_models"] for b in benches]
+    assert study["score_benchmark_part"] == sum(n for n in parts if n > 1) > 0
     print(f"study on replicas: {study['total']} jobs + {len(rep['replica']['models'])} replica builds")
 
 

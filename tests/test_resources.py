@@ -142,7 +142,11 @@ def test_the_rules_request_the_modules_numbers(study, tmp_path):
     seen = set()
     for job in run.jobs:
         w, res = job.wildcards, None
-        if job.rule == "score_benchmark":
+        if job.rule == "score_benchmark":  # a split job's join: no model (prbench.scoring.parts)
+            split = R.benchmark_parts(study, w["rm"], w["bench"]) > 1
+            res = (R.benchmark_join if split else R.rm_inference)(study, w["rm"], *(() if split else
+                                                                                   ("benchmark", w["bench"])))
+        elif job.rule == "score_benchmark_part":
             res = R.rm_inference(study, w["rm"], "benchmark", w["bench"])
         elif job.rule == "score_bon":
             res = R.rm_inference(study, w["rm"], "bon")
@@ -157,10 +161,13 @@ def test_the_rules_request_the_modules_numbers(study, tmp_path):
         if res is None:
             continue
         got = _resources(job)
+        limit = R.max_runtime(study)  # resources.max_runtime_min caps every request
         assert (int(got["gpu"]), int(got["mem_mb"]), int(got["runtime"])) == (
-            res.gpus, res.mem_mb, res.runtime_min), (job.rule, w)
+            res.gpus, res.mem_mb, min(res.runtime_min, int(limit))), (job.rule, w)
+        assert int(got["runtime"]) <= limit
         seen.add((job.rule, w.get("rm")))
-    assert {("score_benchmark", "qwen25_72b_pairwise"), ("score_bon", "skywork_v02_gemma27b"),
+    assert {("score_benchmark", "qwen25_72b_pairwise"), ("score_benchmark_part", "qwen25_72b_pairwise"),
+            ("score_bon", "skywork_v02_gemma27b"),
             ("train_ppo_subset", "skywork_v2_llama8b"), ("train_grpo", "skywork_v2_llama8b"),
             ("sample_bon", None), ("base_answers", None), ("judge_bon", None), ("judge_validity", None),
             ("eval_policy_subset", "skywork_v2_llama8b"), ("eval_policy", "skywork_v2_llama8b")} <= seen
@@ -173,7 +180,12 @@ def test_plan_prints_the_resource_table(capsys):
     print_resources(load_layered(STUDY))
     out = capsys.readouterr().out
     assert "5. resources per job" in out
-    assert re.search(r"benchmark scoring\s+> 35B\s+3\s+2-3 .*device_map over 3 GPUs \(2\)", out)
+    # the study's 48-hour partition (resources.max_runtime_min): the two 70-72B judges' RM-Bench jobs in parts
+    row = re.search(r"benchmark scoring\s+> 35B\s+3\s+2-3\s+\S+\s+\S+\s+(\S+)\s+(.*)", out)
+    assert row and float(row.group(1)) <= 48, out
+    assert "device_map over 3 GPUs, rmbench in 2 parts (1)" in row.group(2)
+    assert "device_map over 2 GPUs, rmbench in 2 parts (1)" in row.group(2)
+    assert "resources.max_runtime_min 2880" in out and "other jobs planned above it: none" in out
     assert "outside ppo.rms that cannot be sharded (weights > one GPU): 3" in out
     assert "host: ASSUMED" in out and "measured on an H100" in out
 

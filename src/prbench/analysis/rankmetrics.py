@@ -36,13 +36,13 @@ Without ties both equal the classical RBO_ext.
 """
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import itertools
 import math
-from collections import OrderedDict
 
 import numpy as np
+
+from . import rankmemo
+from .rankmemo import BytesLRU, ranks_memo  # noqa: F401 (the memo's home; re-exported for callers)
 
 __all__ = [
     "snap",
@@ -113,80 +113,12 @@ def _bad_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return ~(np.isfinite(x).all(-1) & np.isfinite(y).all(-1))
 
 
-class BytesLRU:
-    """Values by key, the least recently used dropped once the values' sizes pass `max_bytes` (the
-    correlation stage's rank memo, the power search's draws)."""
-
-    def __init__(self, max_bytes: int):
-        self.max_bytes, self.bytes, self._store = max_bytes, 0, OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._store)
-
-    def get(self, key):
-        """The value kept under `key` (now the most recently used), or None."""
-        hit = self._store.get(key)
-        if hit is None:
-            return None
-        self._store.move_to_end(key)
-        return hit[0]
-
-    def put(self, key, value, nbytes: int) -> None:
-        self._store[key] = (value, nbytes)
-        self.bytes += nbytes
-        while self.bytes > self.max_bytes and self._store:
-            self.bytes -= self._store.popitem(last=False)[1][1]
-
-
-class _RankMemo(BytesLRU):
-    """average_ranks' results by their input's shape and bytes (an exact key: equal bytes, equal
-    ranks); a hit returns a copy."""
-
-    def __init__(self, max_bytes: int):
-        super().__init__(max_bytes)
-        self.hits = self.misses = 0
-
-    def ranks(self, a: np.ndarray) -> np.ndarray:
-        a = np.ascontiguousarray(a)
-        key = (a.shape, hashlib.blake2b(a, digest_size=16).digest())
-        hit = self.get(key)
-        if hit is not None:
-            self.hits += 1
-            return hit.copy()
-        self.misses += 1
-        r = sort_ranks(a)
-        self.put(key, r.copy(), r.nbytes)
-        return r
-
-
-_MEMO: _RankMemo | None = None
-
-
-@contextlib.contextmanager
-def ranks_memo(max_bytes: int = 256 * 2**20):
-    """Within: `average_ranks` ranks an array it has ranked before (the same shape and bytes) from
-    a stored copy. The correlation stage ranks each bootstrap matrix once per coefficient and
-    downstream measure; with this, once. Nested use shares the outer memo; yields it."""
-    global _MEMO
-    if _MEMO is not None:
-        yield _MEMO
-        return
-    _MEMO = _RankMemo(max_bytes)
-    try:
-        yield _MEMO
-    finally:
-        _MEMO = None
-
-
 def average_ranks(a) -> np.ndarray:
     """Ranks 1..n along the last axis, ties get their average rank (scipy's rankdata 'average', NaN
     propagated: a row with a NaN is all NaN). One sort per row: a tie group at sorted positions
     start..end gets (start + end) / 2 + 1. Inside `ranks_memo()`, an input ranked before is not
     sorted again."""
-    a = np.asarray(a, dtype=float)
-    if _MEMO is not None:
-        return _MEMO.ranks(a)
-    return sort_ranks(a)
+    return rankmemo.memoized("ranks", np.asarray(a, dtype=float), sort_ranks, copy=True)
 
 
 def _group_bounds(step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -244,16 +176,20 @@ def _signs(gt: np.ndarray, lt: np.ndarray) -> np.ndarray:
     return gt.view(np.int8) - lt.view(np.int8)
 
 
+def _sign_matrix(a: np.ndarray) -> np.ndarray:
+    """`_signs` of `_compare(a)`, through the rank memo (read-only)."""
+    return rankmemo.memoized("signs", a, lambda v: _signs(*_compare(v)))
+
+
 def kendall_tau_b(x, y, snapped: bool = False):
     """Kendall's tau-b per row: (C - D) / sqrt((n0 - n1)(n0 - n2)).
 
     Over the full sign matrices: each pair is counted twice in the sums, once in each half."""
     x, y, squeeze = _pair(x, y, snapped)
-    gx, lx = _compare(x)
-    gy, ly = _compare(y)
-    num = (_signs(gx, lx) * _signs(gy, ly)).sum((-2, -1), dtype=np.int64)
-    nx = (gx | lx).sum((-2, -1), dtype=np.int64)
-    ny = (gy | ly).sum((-2, -1), dtype=np.int64)
+    sx, sy = _sign_matrix(x), _sign_matrix(y)
+    num = (sx * sy).sum((-2, -1), dtype=np.int64)
+    nx = np.count_nonzero(sx, axis=(-2, -1)).astype(np.int64)
+    ny = np.count_nonzero(sy, axis=(-2, -1)).astype(np.int64)
     den = np.sqrt(nx.astype(float) * ny)
     with np.errstate(invalid="ignore", divide="ignore"):
         tau = num / den
@@ -282,9 +218,7 @@ def weighted_tau(x, y, snapped: bool = False):
     bad = _bad_rows(x, y)
     xs = np.where(bad[..., None], 0.0, x)
     ys = np.where(bad[..., None], 0.0, y)
-    gx, lx = _compare(xs)
-    gy, ly = _compare(ys)
-    agree = (_signs(gx, lx) * _signs(gy, ly)).sum(-1, dtype=np.int64)  # per item: concordant - discordant
+    agree = (_sign_matrix(xs) * _sign_matrix(ys)).sum(-1, dtype=np.int64)  # per item: concordant - discordant
     n = x.shape[-1]
     ne_x = n - _tie_blocks(xs)[1]  # per item: the items unequal to it
     ne_y = n - _tie_blocks(ys)[1]
@@ -306,8 +240,14 @@ def _tie_blocks_by_pairs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _tie_blocks(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per item: items strictly above it (0-based top rank), its tie-group size; one sort per row
-    (the order inside a group of equal values is never read: only where each group starts and ends)."""
+    """Per item: items strictly above it (0-based top rank), its tie-group size (read-only arrays,
+    through the rank memo)."""
+    return rankmemo.memoized("ties", a, _sorted_tie_blocks)
+
+
+def _sorted_tie_blocks(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_tie_blocks` by one sort per row (the order inside a group of equal values is never read:
+    only where each group starts and ends)."""
     n = a.shape[-1]
     if n == 0 or np.isnan(a).any():  # NaN compares unequal to all: the pairwise definition
         return _tie_blocks_by_pairs(a)

@@ -123,6 +123,11 @@ def print_resources(cfg: dict) -> None:
     for p in RES.shared_jobs(cfg):
         print(f"   {p.job:18s} {p.model + ',':22s} {p.params_b:5.1f}B: {p.gpus} GPU(s), {p.need_gb:6.1f} GPU GB, "
               f"{p.mem_mb / 1000:4.0f} GB host, {(p.runtime_min or 0) / 60:5.1f} h, {p.sharding}")
+    limit = RES.max_runtime(cfg)
+    if limit is not None:
+        over = [p for p in [*RES.plans(cfg), *RES.shared_jobs(cfg)] if (p.runtime_min or 0) > limit]
+        print(f"   resources.max_runtime_min {limit:g}: every request capped at it; benchmark jobs above it split "
+              f"into parts; other jobs planned above it: {', '.join(f'{p.job} {p.model}' for p in over) or 'none'}")
     for k, v in RES.MEMORY_SOURCES.items():
         print(f"   {k}: {v}")
 

@@ -148,20 +148,54 @@ def _train_q(cfg: dict) -> dict:
     return {s: cost.TRAIN_QUESTIONS.get(s, UNKNOWN_TRAIN_SUBSET) for s in cfg["data"]["personalized"]["subsets"]}
 
 
+def max_runtime(cfg: dict) -> float | None:
+    """resources.max_runtime_min: the partition's time limit in minutes (None: no limit)."""
+    v = (cfg.get("resources") or {}).get("max_runtime_min")
+    return None if v is None else float(v)
+
+
+def benchmark_parts(cfg: dict, rm: str, bench: str) -> int:
+    """How many parts one RM's job on one benchmark is split into (`prbench.scoring.parts`): the RM
+    entry's `benchmark_parts`, else the fewest whose planned time (the cost model's seconds x
+    RUNTIME_MARGIN, shared evenly) each fits resources.max_runtime_min; 1 without a limit."""
+    e = cfg["reward_models"][rm]
+    if e.get("benchmark_parts"):
+        return int(e["benchmark_parts"])
+    limit = max_runtime(cfg)
+    if limit is None:
+        return 1
+    return max(1, math.ceil(RUNTIME_MARGIN * _rm_seconds(cfg, rm, "benchmark", bench) / 60 / limit))
+
+
 def rm_inference(cfg: dict, rm: str, stage: str, bench: str | None = None) -> JobPlan:
-    """One RM job in inference: stage "benchmark" (score_benchmark; `bench` one benchmark, None = the
-    longest of its jobs) or "bon" (score_bon, one sample set). GPUs and GPU memory:
-    `prbench.plan.sizing.rm_sizing`."""
+    """One RM job in inference: stage "benchmark" (a score_benchmark job, or one part of a split one
+    (`benchmark_parts`); `bench` one benchmark, None = the longest of its jobs) or "bon" (score_bon, one
+    sample set). GPUs and GPU memory: `prbench.plan.sizing.rm_sizing`."""
     s = rm_sizing(cfg, rm, stage)
     e = cfg["reward_models"][rm]
     job = "benchmark scoring" if stage == "benchmark" else "BoN scoring"
     _, cpu_mem = resource_limits(cfg)
     pb = float(e.get("params_b") or DEFAULT_RM_B)
-    minutes = runtime_min(_rm_seconds(cfg, rm, stage, bench))
+    split = ""
+    if stage == "bon":
+        minutes = runtime_min(_rm_seconds(cfg, rm, stage, None))
+    else:
+        benches = [bench] if bench is not None else list(cost.benchmark_sets(cfg, _q_test(cfg)))
+        jobs = {b: (_rm_seconds(cfg, rm, stage, b), benchmark_parts(cfg, rm, b)) for b in benches}
+        longest = max(jobs, key=lambda b: jobs[b][0] / jobs[b][1])
+        minutes = runtime_min(jobs[longest][0] / jobs[longest][1])
+        split = f", {longest} in {jobs[longest][1]} parts" if jobs[longest][1] > 1 else ""
     if not s.gpus:
-        return JobPlan(job, rm, pb, 0, 0.0, cpu_mem, minutes, "CPU")
+        return JobPlan(job, rm, pb, 0, 0.0, cpu_mem, minutes, "CPU" + split)
     return JobPlan(job, rm, pb, s.gpus, round(s.need_gb, 2), host_mem_mb(s.parts["weights"], cpu_mem), minutes,
-                   inference_sharding(s.gpus), shape=s.shapes["rm"].source, parts_gb=_gb(s))
+                   inference_sharding(s.gpus) + split, shape=s.shapes["rm"].source, parts_gb=_gb(s))
+
+
+def benchmark_join(cfg: dict, rm: str) -> JobPlan:
+    """The job that joins a split benchmark job's parts (no model: CPU, resources.cpu_mem_mb)."""
+    _, cpu_mem = resource_limits(cfg)
+    pb = float(cfg["reward_models"][rm].get("params_b") or DEFAULT_RM_B)
+    return JobPlan("benchmark join", rm, pb, 0, 0.0, cpu_mem, RUNTIME_FLOOR_MIN, "CPU")
 
 
 def _gb(s: Sizing) -> dict:

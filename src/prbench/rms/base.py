@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -53,8 +53,10 @@ class RewardModel(ABC):
     def score(self, requests: Sequence[ScoreRequest]) -> ScoreOutput:
         """Score each response independently."""
 
-    def compare(self, pairs: Sequence[PairRequest], groups: Sequence | None = None) -> CompareOutput:
-        """Default: score chosen and rejected pointwise; chosen must be strictly higher."""
+    def compare(self, pairs: Sequence[PairRequest], groups: Sequence | None = None,
+                order_offsets: Mapping | None = None) -> CompareOutput:
+        """Default: score chosen and rejected pointwise; chosen must be strictly higher (`groups`
+        and `order_offsets`, a pairwise judge's order draw, do not apply)."""
         reqs = [ScoreRequest(p.question, p.chosen, p.profile) for p in pairs]
         reqs += [ScoreRequest(p.question, p.rejected, p.profile) for p in pairs]
         out = self.score(reqs)

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import logging
 import random
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -273,11 +273,13 @@ class GenerativePairwiseRM(_GenerativeRM):
         """The seeded order of a pair (`chosen_shown_first` with `order_seed`, else the config seed)."""
         return chosen_shown_first(self.seed if self.order_seed is None else int(self.order_seed), pair)
 
-    def _orders(self, pairs: Sequence[PairRequest], groups: Sequence | None) -> list[bool]:
+    def _orders(self, pairs: Sequence[PairRequest], groups: Sequence | None,
+                order_offsets: Mapping | None = None) -> list[bool]:
         """Chosen shown as A, per pair: `hashed` (`chosen_first`, independent of the file order) or
         `sequential` (the authors': `random.Random(order_seed)` drawn once per pair, `< 0.5` = chosen
         first, in the given order, restarted for each group (a benchmark subset: their script runs
-        per subset))."""
+        per subset)). `order_offsets`: per group, the draws made before these pairs (a part of a
+        split benchmark job, `prbench.scoring.parts`), skipped so the part draws what the whole would."""
         if self.order_rule == "hashed":
             return [self.chosen_first(p) for p in pairs]
         seed = self.seed if self.order_seed is None else int(self.order_seed)
@@ -285,16 +287,20 @@ class GenerativePairwiseRM(_GenerativeRM):
         out = []
         for i in range(len(pairs)):
             g = None if groups is None else groups[i]
-            rng = rngs.setdefault(g, random.Random(seed))
-            out.append(rng.random() < 0.5)
+            if g not in rngs:
+                rngs[g] = random.Random(seed)
+                for _ in range(int((order_offsets or {}).get(g, 0))):
+                    rngs[g].random()
+            out.append(rngs[g].random() < 0.5)
         return out
 
-    def compare(self, pairs: Sequence[PairRequest], groups: Sequence | None = None) -> CompareOutput:
+    def compare(self, pairs: Sequence[PairRequest], groups: Sequence | None = None,
+                order_offsets: Mapping | None = None) -> CompareOutput:
         """Judge each pair (both orders, or one: `_orders`); `groups` (e.g. each pair's subset, in
-        file order) restarts the sequential order draw per group."""
+        file order) restarts the sequential order draw per group, `order_offsets` continues it."""
         jobs: list[tuple[int, bool]] = []  # (pair index, chosen shown as A)
         prompt_ids: list[list[int]] = []
-        shown = None if self.both_orders else self._orders(pairs, groups)
+        shown = None if self.both_orders else self._orders(pairs, groups, order_offsets)
         for i, p in enumerate(pairs):
             orders = [True, False] if self.both_orders else [shown[i]]
             posts = self._posts(p.profile)

@@ -116,7 +116,12 @@ def _score_unique(rm, rows: Sequence[dict], answers: Sequence[Sequence[str]]):
     return scores, slots, out
 
 
-def score_items(rm, rows: Sequence[dict]) -> tuple[list[dict], dict]:
+def _offsets_kw(order_offsets) -> dict:
+    """compare()'s `order_offsets` only when a part of a split job has some (any RM's compare without)."""
+    return {"order_offsets": dict(order_offsets)} if order_offsets else {}
+
+
+def score_items(rm, rows: Sequence[dict], order_offsets: dict | None = None) -> tuple[list[dict], dict]:
     """Per-item results of best-of-n items (`prbench.scoring.bestof`): pointwise RMs score every
     answer (identical (question, profile, answer) triples once); a pairwise judge compares every two
     answers of an item (`bestof.round_robin`, one order each by the judge's own order rule), an
@@ -132,7 +137,7 @@ def score_items(rm, rows: Sequence[dict]) -> tuple[list[dict], dict]:
                                         tuple(r.get("profile_categories", ()))))
                 groups.append(r["subset"])
             spans.append((start, len(reqs)))
-        out = rm.compare(reqs, groups=groups)
+        out = rm.compare(reqs, groups=groups, **_offsets_kw(order_offsets))
         prefs = np.asarray(out.prefs, dtype=float)
         info["judge_calls"] = sum(len(d.get("raw", [])) for d in (out.details or []))
         info["comparisons"] = len(reqs)
@@ -157,17 +162,19 @@ def score_items(rm, rows: Sequence[dict]) -> tuple[list[dict], dict]:
     return results, info
 
 
-def score_pairs(rm, rows: Sequence[dict]) -> tuple[list[dict], dict]:
+def score_pairs(rm, rows: Sequence[dict], order_offsets: dict | None = None) -> tuple[list[dict], dict]:
     """Per-pair results (the `.pairs.jsonl` rows) and counts of what was scored (best-of-n items:
-    `score_items`)."""
+    `score_items`). `order_offsets`: a part of a split job's order draws made before its rows
+    (`prbench.scoring.parts.order_offsets`)."""
     if rows and is_item(rows[0]):
-        return score_items(rm, rows)
+        return score_items(rm, rows, order_offsets)
     info: dict = {"pairs": len(rows)}
     extra: list[dict] = [{} for _ in rows]
     if getattr(rm, "pairwise", False):
         out = rm.compare([PairRequest(r["question"], r["chosen"], r["rejected"], tuple(r["profile"]),
                                       tuple(r.get("profile_categories", ()))) for r in rows],
-                         groups=[r["subset"] for r in rows])  # the file order, per subset (order_rule)
+                         groups=[r["subset"] for r in rows],  # the file order, per subset (order_rule)
+                         **_offsets_kw(order_offsets))
         prefs = np.asarray(out.prefs, dtype=float)
         sc, sr = prefs, 1.0 - prefs
         for e, d in zip(extra, out.details or [{}] * len(rows)):
@@ -243,36 +250,52 @@ def add_official(summary: dict, bench_kind: str | None, results: Sequence[dict],
     log.info("official %s score %.4f", bench_kind, summary["official"]["overall"]["accuracy"])
 
 
+def load_rm(spec: dict, scoring: dict, seed: int):
+    """The RM of a scoring job: its entry with the job's scoring keys (`scoring`: defaults filled)."""
+    return load_reward_model({
+        "seed": seed, "max_length": scoring["max_length"], "max_tokens_per_batch": scoring["max_tokens_per_batch"],
+        # the pairwise judge's benchmark rules (rms.generative); other kinds ignore them
+        "order_seed": scoring["order_seed"], "order_rule": scoring["order_rule"],
+        "pairwise_parse": scoring["pairwise_parse"], "pairwise_failure": scoring["pairwise_failure"],
+        # classifier input rules (rms.classifier); other kinds ignore them
+        "add_special_tokens": scoring["add_special_tokens"], "truncation": scoring["truncation"], **spec})
+
+
+def timed_scores(rm, rows: Sequence[dict], order_offsets: dict | None = None) -> tuple[list[dict], dict]:
+    """`score_pairs` with its seconds in the counts."""
+    t0 = time.perf_counter()
+    results, info = score_pairs(rm, rows, order_offsets)
+    info["seconds"] = round(time.perf_counter() - t0, 3)
+    return results, info
+
+
 def score_benchmark(bench_path: str | Path, spec: dict, pairs_out: str | Path, acc_out: str | Path,
                     bench: str, seed: int = 0, scoring: dict | None = None, rm=None,
                     bench_kind: str | None = None) -> dict:
     """Score one benchmark with one RM; write the per-pair jsonl and the accuracy JSON."""
     scoring = entry_with_defaults(scoring or {}, "scoring")  # the job's picked keys; the schema fills the rest
     rows = load_pairs(bench_path)
-    if rm is None:
-        run_spec = {"seed": seed, "max_length": scoring["max_length"],
-                    "max_tokens_per_batch": scoring["max_tokens_per_batch"],
-                    # the pairwise judge's benchmark rules (rms.generative); other kinds ignore them
-                    "order_seed": scoring["order_seed"], "order_rule": scoring["order_rule"],
-                    "pairwise_parse": scoring["pairwise_parse"],
-                    "pairwise_failure": scoring["pairwise_failure"],
-                    # classifier input rules (rms.classifier); other kinds ignore them
-                    "add_special_tokens": scoring["add_special_tokens"], "truncation": scoring["truncation"], **spec}
-        rm = load_reward_model(run_spec)
+    rm = load_rm(spec, scoring, seed) if rm is None else rm
     log.info("RM %s (%s) on %s: %d pairs from %s", spec.get("name"), spec.get("kind"), bench, len(rows), bench_path)
-    t0 = time.perf_counter()
-    results, info = score_pairs(rm, rows)
-    info["seconds"] = round(time.perf_counter() - t0, 3)
-    summary = summarize(results, spec.get("name", rm.name), bench, int(scoring["bootstrap"]), seed)
+    results, info = timed_scores(rm, rows)
+    return finish_benchmark(results, info, rm.diagnostics(), spec.get("name", rm.name), bench, scoring, seed,
+                            bench_kind, pairs_out, acc_out, pairwise=bool(getattr(rm, "pairwise", False)))
+
+
+def finish_benchmark(results: list[dict], info: dict, diagnostics: dict, rm_name: str, bench: str, scoring: dict,
+                     seed: int, bench_kind: str | None, pairs_out: str | Path, acc_out: str | Path,
+                     pairwise: bool) -> dict:
+    """The accuracy summary of one RM's per-pair results on one benchmark (a whole job's, or a split
+    job's parts joined: `prbench.scoring.parts`); writes the pairs jsonl and the accuracy JSON."""
+    summary = summarize(results, rm_name, bench, int(scoring["bootstrap"]), seed)
     add_official(summary, bench_kind, results, int(scoring["bootstrap"]), seed)
     summary["scoring"] = info
-    summary["diagnostics"] = rm.diagnostics()
+    summary["diagnostics"] = diagnostics
     o = summary["overall"]
     log.info("accuracy %.4f [%s, %s] n=%d correct=%d ties=%d failures=%d (%.1fs)", o["accuracy"], o["ci_low"],
              o["ci_high"], o["n"], o["correct"], o["ties"], o["failures"], info["seconds"])
     if o["failures"]:
-        rule = "predicted 'A'" if scoring["pairwise_failure"] == "predict_a" and getattr(rm, "pairwise", False) \
-            else "counted as wrong"
+        rule = "predicted 'A'" if scoring["pairwise_failure"] == "predict_a" and pairwise else "counted as wrong"
         log.warning("%d of %d pairs failed (unparseable or NaN scores); %s", o["failures"], o["n"], rule)
     log.info("diagnostics: %s", summary["diagnostics"])
     write_jsonl(pairs_out, results)
