@@ -105,7 +105,7 @@ def merge_parts(bench_path: str | Path, part_pairs: Sequence[str | Path], part_i
         metas.append(meta)
     # the counts summed over the parts, in one job's key order
     info = {k: sum(m["scoring"].get(k, 0) for m in metas) for k in metas[0]["scoring"]}
-    info["seconds"] = round(info.get("seconds", 0.0), 3)
+    info["seconds"] = round(info["seconds"], 3)  # every part's counts have it (benchmark.timed_scores)
     info["parts"] = len(metas)
     log.info("%s: %d parts joined, %d rows", bench, len(metas), len(results))
     return finish_benchmark(results, info, merge_diagnostics([m["diagnostics"] for m in metas]), spec["name"],
