@@ -9,10 +9,16 @@ CORES ?= all
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
-# torch==2.13.0 first: it resolves to the CPU wheel; a bare `torch` would pull a CUDA build.
-install: $(BIN)/python
+# torch==2.13.0 first: it resolves to the CPU wheel; a bare `torch` would pull a CUDA build. The stamp
+# file skips pip (about 13 s for nothing) on every later `make demo`, `make test`, ... until pyproject.toml
+# changes (the package is installed editable: a change under src/ needs no reinstall); `make -B install`
+# reinstalls anyway.
+install: $(VENV)/.installed
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev,slurm]'
+	touch $@
 
 demo: install
 	$(BIN)/snakemake --cores $(CORES) --profile profiles/demo

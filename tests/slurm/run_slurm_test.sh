@@ -37,9 +37,14 @@ TIMEOUT="${SNAKEMAKE_TIMEOUT:-900}"
 SCRATCH="$(mktemp -d /tmp/prbench-slurm-test.XXXXXX)"
 export OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONHASHSEED=0
 export PATH="$REPO/.venv/bin:$PATH"
-# Flags for this test cluster: no accounting (squeue status), no account, fast first check.
+# Flags for this test cluster: no accounting (squeue status), no account, and status checks every
+# second: the plugin waits --seconds-between-status-checks (10 by default) after the first round,
+# adds 10 s after each round in which no job finished and goes back to
+# --slurm-init-seconds-before-status-checks after one that did, so the test's short jobs spent most of
+# each run waiting for the next round (the profile's own values suit a real cluster's long jobs).
 SLURM_FLAGS=(--profile "$REPO/profiles/slurm" --slurm-status-command squeue
-             --slurm-init-seconds-before-status-checks 5 --slurm-no-account --latency-wait 5)
+             --slurm-init-seconds-before-status-checks 1 --seconds-between-status-checks 1
+             --slurm-no-account --latency-wait 5)
 
 T0=$(date +%s)
 log() { echo "[slurm-test +$(( $(date +%s) - T0 ))s] $*" >&2; }
