@@ -11,11 +11,11 @@ $(BIN)/python:
 
 # torch==2.13.0 first: it resolves to the CPU wheel; a bare `torch` would pull a CUDA build. The stamp
 # file skips pip (about 13 s for nothing) on every later `make demo`, `make test`, ... until pyproject.toml
-# changes (the package is installed editable: a change under src/ needs no reinstall); `make -B install`
-# reinstalls anyway.
+# or this file (the torch pin) changes; the package is installed editable, so a change under src/ needs
+# no reinstall. `rm .venv/.installed` forces one.
 install: $(VENV)/.installed
 
-$(VENV)/.installed: $(BIN)/python pyproject.toml
+$(VENV)/.installed: $(BIN)/python pyproject.toml Makefile
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev,slurm]'
 	touch $@

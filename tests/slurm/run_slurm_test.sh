@@ -37,11 +37,12 @@ TIMEOUT="${SNAKEMAKE_TIMEOUT:-900}"
 SCRATCH="$(mktemp -d /tmp/prbench-slurm-test.XXXXXX)"
 export OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONHASHSEED=0
 export PATH="$REPO/.venv/bin:$PATH"
-# Flags for this test cluster: no accounting (squeue status), no account, and status checks every
-# second: the plugin waits --seconds-between-status-checks (10 by default) after the first round,
-# adds 10 s after each round in which no job finished and goes back to
-# --slurm-init-seconds-before-status-checks after one that did, so the test's short jobs spent most of
-# each run waiting for the next round (the profile's own values suit a real cluster's long jobs).
+# Flags for this test cluster: no accounting (squeue status), no account, and short status waits. The
+# plugin waits --slurm-init-seconds-before-status-checks between its status rounds, adds 10 s after
+# each round in which no job finished (at most 180 s) and goes back to the init value after one that
+# did (or had no job), so with 1 s a job of a few seconds is seen after 1 + 11 s instead of 5 + 15 s;
+# --seconds-between-status-checks (Snakemake's, 10 s by default) is the wait only before the plugin's
+# first round has set one. The profile's own values suit a real cluster's long jobs.
 SLURM_FLAGS=(--profile "$REPO/profiles/slurm" --slurm-status-command squeue
              --slurm-init-seconds-before-status-checks 1 --seconds-between-status-checks 1
              --slurm-no-account --latency-wait 5)
