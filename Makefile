@@ -48,6 +48,8 @@ score: $(BIN)/snakemake
 		$(if $(filter 1 true yes,$(TRUST_REMOTE_CODE)),--trust-remote-code) $(if $(PARAMS_B),--params-b $(PARAMS_B)) \
 		$(if $(SMK_ARGS),-- $(SMK_ARGS))
 
+# score's refusal (no RM) and `make -n score` (tests/test_leaderboard.py) never run pip, even where the
+# venv has no install stamp
 $(BIN)/snakemake:
 	$(MAKE) install
 
@@ -61,7 +63,7 @@ prefetch: install
 # What a config costs and can decide, before anything runs (docs/STUDY.md): job counts of its dry run,
 # H100 GPU-hours per stage and RM size class, the verdict rule's power, the unpinned hub entries.
 # CONFIG may name several files, layered in order: make plan CONFIG="config.yaml configs/study.yaml"
-plan: $(BIN)/snakemake
+plan: install
 	PYTHONPATH=src $(BIN)/python -m prbench.plan --configfiles $(CONFIG) $(PLAN_ARGS)
 
 # Re-resolve every unpinned hub model and dataset (from the local cache; the hub when online) and
@@ -89,14 +91,11 @@ test: install
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} HF_HUB_OFFLINE=1 $(BIN)/pytest -q -rs -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 # The edit loop: the suite less the end-to-end runs (marker slow) and the tests that start Snakemake
-# (marker dag: `pytest -m "dag and not slow"` runs those after an edit to rules/). Installs only into
-# a venv without pytest, so an edit costs no pip run; `make test` stays the full suite. One OMP thread
+# (marker dag: `pytest -m "dag and not slow"` runs those after an edit to rules/). An edit costs no pip
+# run (install's stamp); `make test` stays the full suite. One OMP thread
 # unless told: on a busy 2-core machine it took half the time that two did (3 min against 6).
-test-fast: $(BIN)/pytest
+test-fast: install
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} HF_HUB_OFFLINE=1 $(BIN)/pytest -q -rs -m "not slow and not dag"
-
-$(BIN)/pytest:
-	$(MAKE) install
 
 # Mutation score of the modules that carry the project's claims (perf/mutate.py; the numbers in
 # perf/README.md, "Mutation score"): mutmut (the `mutate` extra) on each module with its own fast
