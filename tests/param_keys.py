@@ -213,18 +213,61 @@ JobParams = dict[tuple[str, tuple[str, ...]], list]
 
 @contextlib.contextmanager
 def cached_parsing() -> Iterator[None]:
-    """Within: Snakemake parses each Snakefile and loads the schema once per process, not once per
-    DAG (two thirds of a build), and skips the jobs' conda environments; the config still goes
-    through validate() and the rules' code runs afresh. The cwd and sys.path (rules/common.smk
-    prepends src/) are restored on exit."""
+    """Within: Snakemake parses and compiles each Snakefile once per process, not once per DAG (two
+    thirds of a build); the schema's YAML, the installed packages' versions and the checkout's git
+    state (the manifest rule's params: two git processes a DAG) are read once; the jobs' conda
+    environments are skipped; the config still goes through validate() and the rules' code runs
+    afresh. The cyclic collector runs less often: a DAG allocates some 10^5 container objects and
+    about 15,000 of them stay alive after it (Snakemake's class-level caches hold some DAGs), so the
+    default thresholds scan a growing heap again and again (a fifth of the CPU of config.yaml's map).
+    The cwd, sys.path (rules/common.smk prepends src/) and the thresholds are restored on exit."""
+    import builtins
+    import gc
+
     import snakemake.api  # noqa: F401 - first: snakemake.workflow imports it back
     import snakemake.dag
     import snakemake.utils
     import snakemake.workflow
 
+    import prbench.config
+    import prbench.manifest
+
     parse, load = snakemake.workflow.parse, snakemake.utils._load_configfile
+    load_schema = prbench.config.load_schema
+    versions, git_state = prbench.manifest.package_versions, prbench.manifest.git_state
     parsed: dict = {}
     loaded: dict = {}
+    compiled: dict = {}
+    schemas: dict = {}
+    got_versions: dict = {}
+    got_git: dict = {}
+
+    def cached_compile(source, filename, mode, *args, **kwargs):
+        # Workflow.include compiles the parsed code; the Snakefiles' globals are snakemake.workflow's,
+        # so this name shadows the builtin there (and in the rules' code, which never calls compile)
+        if args or kwargs or not isinstance(source, str):
+            return builtins.compile(source, filename, mode, *args, **kwargs)
+        key = (source, str(filename), mode)
+        if key not in compiled:
+            compiled[key] = builtins.compile(source, filename, mode)
+        return compiled[key]
+
+    def cached_schema(path=prbench.config.SCHEMA_PATH):
+        key = str(path)
+        if key not in schemas:
+            schemas[key] = load_schema(path)
+        return copy.deepcopy(schemas[key])
+
+    def cached_versions():
+        if not got_versions:
+            got_versions.update(versions())
+        return dict(got_versions)
+
+    def cached_git_state(repo):
+        key = str(repo)
+        if key not in got_git:
+            got_git[key] = git_state(repo)
+        return copy.deepcopy(got_git[key])
 
     def cached_parse(path, workflow, linemap, overwrite_shellcmd=None, rulecount=0):
         key = (path.get_path_or_uri(secret_free=True), rulecount, overwrite_shellcmd)
@@ -245,14 +288,27 @@ def cached_parsing() -> Iterator[None]:
             loaded[key] = load(io.StringIO(text), filetype=filetype)
         return copy.deepcopy(loaded[key])
 
-    cwd, path = os.getcwd(), list(sys.path)
+    cwd, path, thresholds = os.getcwd(), list(sys.path), gc.get_threshold()
+    wf_globals = vars(snakemake.workflow)
+    shadowed = wf_globals.get("compile", MISSING)
     conda_envs = snakemake.dag.DAG.update_conda_envs  # conda envs of the jobs: no job runs here
     snakemake.workflow.parse, snakemake.utils._load_configfile = cached_parse, cached_load
+    wf_globals["compile"] = cached_compile
+    prbench.config.load_schema = cached_schema
+    prbench.manifest.package_versions, prbench.manifest.git_state = cached_versions, cached_git_state
     snakemake.dag.DAG.update_conda_envs = lambda self: None
+    gc.set_threshold(20_000, 10, 10)
     try:
         yield
     finally:
+        gc.set_threshold(*thresholds)
         snakemake.workflow.parse, snakemake.utils._load_configfile = parse, load
+        if shadowed is MISSING:
+            wf_globals.pop("compile", None)
+        else:
+            wf_globals["compile"] = shadowed
+        prbench.config.load_schema = load_schema
+        prbench.manifest.package_versions, prbench.manifest.git_state = versions, git_state
         snakemake.dag.DAG.update_conda_envs = conda_envs
         os.chdir(cwd)
         sys.path[:] = path
