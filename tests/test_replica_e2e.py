@@ -100,9 +100,11 @@ def test_rerun_does_nothing(run):
 def test_llm_judge_path(run):
     """The transformers judge on the trained judge replica (replica.models.<judge>.judge_training):
     the cache records every unique judgement once with its unparseable-reply count (`failures`,
-    retries included) and final `failed`; most replies parse at the first greedy try, some parse
-    only at the sampled retry, some fail both (scored 0.0 by judge.failure zero, counted in the
-    tables); the judging jobs share the cache."""
+    retries included) and final `failed`; most replies parse at the first greedy try, some fail the
+    greedy try and the sampled retry (scored 0.0 by judge.failure zero, counted in the tables); the
+    judging jobs share the cache. Whether some reply parses only at the retry depends on the replica's
+    float kernels, so on the CPU (none of 66 on one "AMD EPYC" kind): scripted replies test that path
+    (tests/test_judge.py, tests/test_judge_protocol.py)."""
     run, cfg = run
     assert cfg["judge"]["backend"] == "transformers" and cfg["judge"]["retries"] >= 1
     records = [json.loads(line) for shard in sorted((run / "results/cache/judge").glob("*.jsonl"))
@@ -114,7 +116,8 @@ def test_llm_judge_path(run):
     failed = [r for r in records if r["failed"]]
     print(f"judge cache: {len(records)} items, {first_try} parsed first, {retry_parsed} at the retry, "
           f"{len(failed)} failed")
-    assert first_try > len(records) / 2 and retry_parsed > 0 and failed
+    assert first_try > len(records) / 2 and failed
+    assert all(r["failures"] <= cfg["judge"]["retries"] for r in records if not r["failed"])  # parsed within the tries
     assert all(r["score"] == 0.0 and r["failures"] == cfg["judge"]["retries"] + 1 for r in failed)
     # the same counts in the stage outputs and tables
     validity = json.loads((run / "results/bon/judge_validity.json").read_text())
