@@ -23,15 +23,13 @@ sys.path.insert(0, str(REPO / "tests"))
 
 import param_keys  # noqa: E402  (tests/, on the path above)
 
-CONFIGS = {"demo": "configs/demo.yaml", "replica": "configs/replica.yaml", "paper": "config.yaml"}
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("config", choices=sorted(CONFIGS))
+    ap.add_argument("config", choices=sorted(param_keys.CONFIGS))
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
-    cfg = yaml.safe_load((REPO / CONFIGS[args.config]).read_text())
+    cfg = yaml.safe_load((REPO / param_keys.CONFIGS[args.config]).read_text())
     count = {"dags": 0}
     build = param_keys.job_params
 

@@ -25,6 +25,8 @@ from typing import Any
 import yaml
 from helpers import REPO, SNAKEFILE
 
+# The configs whose maps tests/test_param_keys.py checks (and perf/bench_param_map.py times)
+CONFIGS = {"demo": "configs/demo.yaml", "replica": "configs/replica.yaml", "paper": "config.yaml"}
 SCHEMA = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text())
 MISSING = object()
 # Where a string is a model or data reference (checked by prbench.validation.check_model_ref): an
@@ -233,14 +235,20 @@ def cached_parsing() -> Iterator[None]:
     import prbench.manifest
 
     parse, load = snakemake.workflow.parse, snakemake.utils._load_configfile
-    load_schema = prbench.config.load_schema
-    versions, git_state = prbench.manifest.package_versions, prbench.manifest.git_state
     parsed: dict = {}
     loaded: dict = {}
     compiled: dict = {}
-    schemas: dict = {}
-    got_versions: dict = {}
-    got_git: dict = {}
+
+    def once(fn):
+        """fn read once per distinct arguments; each caller gets its own copy."""
+        seen: dict = {}
+
+        def wrapper(*args):
+            key = tuple(map(str, args))
+            if key not in seen:
+                seen[key] = fn(*args)
+            return copy.deepcopy(seen[key])
+        return wrapper
 
     def cached_compile(source, filename, mode, *args, **kwargs):
         # Workflow.include compiles the parsed code; the Snakefiles' globals are snakemake.workflow's,
@@ -251,23 +259,6 @@ def cached_parsing() -> Iterator[None]:
         if key not in compiled:
             compiled[key] = builtins.compile(source, filename, mode)
         return compiled[key]
-
-    def cached_schema(path=prbench.config.SCHEMA_PATH):
-        key = str(path)
-        if key not in schemas:
-            schemas[key] = load_schema(path)
-        return copy.deepcopy(schemas[key])
-
-    def cached_versions():
-        if not got_versions:
-            got_versions.update(versions())
-        return dict(got_versions)
-
-    def cached_git_state(repo):
-        key = str(repo)
-        if key not in got_git:
-            got_git[key] = git_state(repo)
-        return copy.deepcopy(got_git[key])
 
     def cached_parse(path, workflow, linemap, overwrite_shellcmd=None, rulecount=0):
         key = (path.get_path_or_uri(secret_free=True), rulecount, overwrite_shellcmd)
@@ -289,27 +280,25 @@ def cached_parsing() -> Iterator[None]:
         return copy.deepcopy(loaded[key])
 
     cwd, path, thresholds = os.getcwd(), list(sys.path), gc.get_threshold()
-    wf_globals = vars(snakemake.workflow)
-    shadowed = wf_globals.get("compile", MISSING)
-    conda_envs = snakemake.dag.DAG.update_conda_envs  # conda envs of the jobs: no job runs here
-    snakemake.workflow.parse, snakemake.utils._load_configfile = cached_parse, cached_load
-    wf_globals["compile"] = cached_compile
-    prbench.config.load_schema = cached_schema
-    prbench.manifest.package_versions, prbench.manifest.git_state = cached_versions, cached_git_state
-    snakemake.dag.DAG.update_conda_envs = lambda self: None
+    patches = [(snakemake.workflow, "parse", cached_parse), (snakemake.utils, "_load_configfile", cached_load),
+               (snakemake.workflow, "compile", cached_compile),
+               (prbench.config, "load_schema", once(prbench.config.load_schema)),
+               (prbench.manifest, "package_versions", once(prbench.manifest.package_versions)),
+               (prbench.manifest, "git_state", once(prbench.manifest.git_state)),
+               (snakemake.dag.DAG, "update_conda_envs", lambda self: None)]  # no job runs here
+    saved = [getattr(obj, name, MISSING) for obj, name, _ in patches]
+    for obj, name, new in patches:
+        setattr(obj, name, new)
     gc.set_threshold(20_000, 10, 10)
     try:
         yield
     finally:
         gc.set_threshold(*thresholds)
-        snakemake.workflow.parse, snakemake.utils._load_configfile = parse, load
-        if shadowed is MISSING:
-            wf_globals.pop("compile", None)
-        else:
-            wf_globals["compile"] = shadowed
-        prbench.config.load_schema = load_schema
-        prbench.manifest.package_versions, prbench.manifest.git_state = versions, git_state
-        snakemake.dag.DAG.update_conda_envs = conda_envs
+        for (obj, name, _), old in zip(patches, saved):
+            if old is MISSING:
+                delattr(obj, name)
+            else:
+                setattr(obj, name, old)
         os.chdir(cwd)
         sys.path[:] = path
 

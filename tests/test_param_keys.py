@@ -26,11 +26,10 @@ from dataclasses import dataclass
 import pytest
 import yaml
 from helpers import REPO
-from param_keys import MISSING, changed_rules, edits, job_params, leaves, param_map, set_key
+from param_keys import CONFIGS, MISSING, changed_rules, edits, job_params, leaves, param_map, set_key
 
 # The whole-schema tests take about 2.5 min of CPU for the three configs (~800 DAGs): `slow` and `dag`.
 
-CONFIGS = {"demo": "configs/demo.yaml", "replica": "configs/replica.yaml", "paper": "config.yaml"}
 MAP_PATH = REPO / "tests" / "fixtures" / "param_map.json"
 UPDATE = os.environ.get("PRB_UPDATE_PARAM_MAP") == "1"
 REGENERATE = "PRB_UPDATE_PARAM_MAP=1 pytest tests/test_param_keys.py"
