@@ -1,14 +1,27 @@
 """prbench.job.start, the first statement of every workflow script: the job's log file, the prompt
 templates when the job's params have `prompts`, torch's thread count only when asked."""
 import ast
+import gc
 import logging
+import weakref
 from types import SimpleNamespace
 
+import pytest
 import torch
 from helpers import REPO
 from snakemake.iocontainers import Params
 
-from prbench.job import start
+from prbench.job import JOB_GC_THRESHOLDS, start
+
+
+@pytest.fixture(autouse=True)
+def _collector_restored():
+    """start() sets up the collector for a job process; this test process gets its own back."""
+    thresholds, enabled = gc.get_threshold(), gc.isenabled()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
+    (gc.enable if enabled else gc.disable)()
 
 
 def _job(tmp_path, **params):
@@ -38,6 +51,35 @@ def test_start_sets_torch_threads_only_when_asked(tmp_path, monkeypatch):
     assert calls == []
     start(job, torch_threads=True)
     assert calls == [job.threads]
+
+
+class _Node:
+    pass
+
+
+def test_start_leaves_the_collector_on_with_the_job_thresholds_and_its_imports_frozen(tmp_path):
+    gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
+    start(_job(tmp_path, seed=0), torch_threads=True)
+    assert gc.isenabled() and gc.get_threshold() == JOB_GC_THRESHOLDS
+    assert gc.get_freeze_count() > 10_000  # the modules alive at start, torch's among them
+    # garbage in a reference cycle is still collected, by the allocations alone
+    node = _Node()
+    node.me = node
+    ref = weakref.ref(node)
+    del node
+    junk = [[] for _ in range(2 * JOB_GC_THRESHOLDS[0])]
+    assert ref() is None and junk
+
+
+def test_start_turns_the_collector_back_on_when_it_fails(tmp_path, monkeypatch):
+    def boom(_):
+        raise RuntimeError("no lock")
+
+    monkeypatch.setattr("prbench.job.configure_revisions", boom)
+    with pytest.raises(RuntimeError, match="no lock"):
+        start(_job(tmp_path, seed=0))
+    assert gc.isenabled() and gc.get_threshold() == JOB_GC_THRESHOLDS
 
 
 def _is_start_call(node) -> bool:
