@@ -217,11 +217,14 @@ JobParams = dict[tuple[str, tuple[str, ...]], list]
 def cached_parsing() -> Iterator[None]:
     """Within: Snakemake parses and compiles each Snakefile once per process, not once per DAG (two
     thirds of a build); the schema's YAML, the installed packages' versions and the checkout's git
-    state (the manifest rule's params: two git processes a DAG) are read once; the jobs' conda
-    environments are skipped; the config still goes through validate() and the rules' code runs
-    afresh. The cyclic collector runs less often: a DAG allocates some 10^5 container objects and
-    about 15,000 of them stay alive after it (Snakemake's class-level caches hold some DAGs), so the
-    default thresholds scan a growing heap again and again (a fifth of the CPU of config.yaml's map).
+    state (the manifest rule's params: two git processes a DAG) are read once (the schema once per
+    content: each parse copies it to a folder of its own); a config section that passed the schema
+    once is filled with its defaults from memory when it comes again (an invalid one is checked
+    anew); the jobs' conda environments are skipped; the whole config still goes through validate()
+    and the cross-key checks, and the rules' code runs afresh. The cyclic collector runs less often:
+    a DAG allocates some 10^5 container objects and about 15,000 of them stay alive after it
+    (Snakemake's class-level caches hold some DAGs), so the default thresholds scan a growing heap
+    again and again (a fifth of the CPU of config.yaml's map).
     The cwd, sys.path (rules/common.smk prepends src/) and the thresholds are restored on exit."""
     import builtins
     import gc
@@ -279,10 +282,36 @@ def cached_parsing() -> Iterator[None]:
             loaded[key] = load(io.StringIO(text), filetype=filetype)
         return copy.deepcopy(loaded[key])
 
+    load_schema, first_error = prbench.config.load_schema, prbench.config._first_error
+    schemas: dict = {}
+    checked: dict = {}
+
+    def schema_by_content(path=prbench.config.SCHEMA_PATH):
+        # the Snakefile passes a copy of the file in a source cache folder of its own each parse
+        text = Path(path).read_bytes()
+        if text not in schemas:
+            schemas[text] = load_schema(path)
+        return copy.deepcopy(schemas[text])
+
+    def memo_first_error(validator, instance, prefix=""):
+        # with_defaults validates a config section (filling its defaults) about 90 times a parse, and
+        # most sections are the same in every DAG of a map: a section once found valid is filled the
+        # same way again; an invalid one raises anew
+        if not isinstance(instance, dict):
+            return first_error(validator, instance, prefix)
+        key = (id(validator), prefix, repr(instance))
+        if key not in checked:
+            first_error(validator, instance, prefix)
+            checked[key] = (validator, copy.deepcopy(instance))  # the validator kept: its id stays unique
+        filled = copy.deepcopy(checked[key][1])
+        instance.clear()
+        instance.update(filled)
+
     cwd, path, thresholds = os.getcwd(), list(sys.path), gc.get_threshold()
     patches = [(snakemake.workflow, "parse", cached_parse), (snakemake.utils, "_load_configfile", cached_load),
                (snakemake.workflow, "compile", cached_compile),
-               (prbench.config, "load_schema", once(prbench.config.load_schema)),
+               (prbench.config, "load_schema", schema_by_content),
+               (prbench.config, "_first_error", memo_first_error),
                (prbench.manifest, "package_versions", once(prbench.manifest.package_versions)),
                (prbench.manifest, "git_state", once(prbench.manifest.git_state)),
                (snakemake.dag.DAG, "update_conda_envs", lambda self: None)]  # no job runs here
