@@ -1,6 +1,6 @@
 """The cyclic collector's share of model jobs, with prbench.job.start's settings and without them.
 
-    .venv/bin/python perf/bench_job_gc.py RUN_DIR [--config configs/test.yaml] [--rounds 2] [TARGET ...]
+    .venv/bin/python perf/bench_job_gc.py RUN_DIR [--config configs/test.yaml] [--rounds 3] [TARGET ...]
 
 RUN_DIR is a finished run of the config (e.g. `snakemake --directory RUN_DIR --configfile
 configs/test.yaml --cores 2`). Each round forces the TARGETs (default: two benchmark scoring jobs, the
@@ -70,7 +70,7 @@ def main() -> None:
     ap.add_argument("run", type=Path)
     ap.add_argument("targets", nargs="*", default=TARGETS)
     ap.add_argument("--config", default="configs/test.yaml")
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     smk = Path(sys.executable).parent / "snakemake"
     totals = {m: [0.0, 0, 0.0, 0] for m in ("job", "default")}  # gc s, collections, process CPU s, processes
