@@ -1,6 +1,6 @@
 """The cyclic collector's share of model jobs, with prbench.job.start's settings and without them.
 
-    .venv/bin/python perf/bench_job_gc.py RUN_DIR [--config configs/test.yaml] [--rounds 3] [TARGET ...]
+    .venv/bin/python perf/bench_job_gc.py RUN_DIR [TARGET ...] [--config configs/test.yaml] [--rounds 3]
 
 RUN_DIR is a finished run of the config (e.g. `snakemake --directory RUN_DIR --configfile
 configs/test.yaml --cores 2`). Each round forces the TARGETs (default: two benchmark scoring jobs, the
@@ -58,10 +58,14 @@ def digest(run: Path, targets: list[str]) -> str:
     """The targets' bytes, a JSON report's wall-clock fields left out (tests/helpers.py)."""
     h = hashlib.sha256()
     for t in targets:
-        data = (run / t).read_bytes()
-        if t.endswith(".json"):
-            data = json.dumps(without_wall_clock(json.loads(data), set()), sort_keys=True).encode()
-        h.update(data)
+        path = run / t
+        for f in sorted(path.rglob("*")) if path.is_dir() else [path]:  # a directory output: its files
+            if not f.is_file():
+                continue
+            data = f.read_bytes()
+            if f.suffix == ".json":
+                data = json.dumps(without_wall_clock(json.loads(data), set()), sort_keys=True).encode()
+            h.update(str(f.relative_to(run)).encode() + b"\0" + data)
     return h.hexdigest()
 
 
