@@ -75,9 +75,18 @@ REPLICATE_KEY = {"bon": "sample_sets", "ppo": "seeds", "grpo": "seeds"}
 REPLICATE_TAG = {"bon": "bon-sample-set", "ppo": "ppo-seed", "grpo": "grpo-seed"}
 
 
-def replicates(method):
-    """0..n-1 for the method's replicate key (1 when the section or key is absent)."""
+def replicates(method, rm=None):
+    """0..n-1 for the method's replicate key (1 when the section or key is absent); the RM of a
+    trained-policy method's claim (ppo.claim, grpo.claim) gets at least claim.seeds."""
+    if rm is not None:
+        return list(range(DS.claim_seeds(config.get(method), rm)))
     return list(range(int((config.get(method) or {}).get(REPLICATE_KEY[method], 1))))
+
+
+def claim_rm(method):
+    """The RM of a trained-policy method's claim, None without one (or when the RM has no run: a partial run)."""
+    rm = ((config.get(method) or {}).get("claim") or {}).get("rm")
+    return rm if rm in method_rms(method) else None
 
 
 def replicate_seed(method, rep):
@@ -87,7 +96,17 @@ def replicate_seed(method, rep):
 
 def method_replicate_runs(method):
     """(policy, rm, subset, replicate) of every training of a trained-policy method: each run x seed."""
-    return [(p, r, s, k) for p, r, s in method_runs(method) for k in replicates(method)]
+    return [(p, r, s, k) for p, r, s in method_runs(method) for k in replicates(method, r)]
+
+
+def claim_runs(method):
+    """(policy, rm, subset, replicate) of every training of the claim's RM (`<method>.claim`)."""
+    return [run for run in method_replicate_runs(method) if run[1] == claim_rm(method)]
+
+
+def claim_files(method, name):
+    """The claim's runs' files called `name` (eval_judged.jsonl, train_log.csv), as claim_runs orders them."""
+    return [f"{run_dir(method, *run)}/{name}" for run in claim_runs(method)]
 
 
 def run_dir(method, policy, rm, subset="", rep=0):

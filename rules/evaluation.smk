@@ -167,3 +167,35 @@ rule judged_measures:
         runs=lambda wc: [list(run) for run in method_replicate_runs(wc.method)],  # policy, rm, subset, replicate
     script:
         "../workflow_scripts/judged_measures.py"
+
+
+# The learning claim fixed in the config before the run (ppo.claim, grpo.claim; prbench.downstream.claim):
+# each training seed of the claim's RM and the pooled row the criterion is decided on.
+rule claim_table:
+    input:
+        judged=lambda wc: claim_files(wc.method, "eval_judged.jsonl"),
+        train_logs=lambda wc: claim_files(wc.method, "train_log.csv"),
+    output:
+        report("results/tables/{method}_claim.csv", caption="../report/claim_table.rst", category="Tables"),
+    log:
+        "logs/{method}/claim_table.log",
+    benchmark:
+        "job_times/{method}/claim_table.tsv"
+    wildcard_constraints:
+        method="|".join(m for m in TRAINED_METHODS if claim_rm(m)) or "__none__",
+    conda:
+        "../envs/downstream.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        runs=lambda wc: [list(run) for run in claim_runs(wc.method)],  # policy, rm, subset, replicate
+        training_seeds=lambda wc: {k: replicate_seed(wc.method, k) for k in replicates(wc.method, claim_rm(wc.method))},
+        bootstrap=lambda wc: config[wc.method]["bootstrap"],
+        seed=SEED,
+    script:
+        "../workflow_scripts/claim_table.py"
+
+
+ALL_TARGETS.extend(f"results/tables/{m}_claim.csv" for m in TRAINED_METHODS if claim_rm(m))

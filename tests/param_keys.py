@@ -119,6 +119,8 @@ def _strings(leaf: Leaf, v: str | None) -> list[str]:
         return [k for k in BASELINE_KINDS if k != v]
     if name == "from_policy":
         return [f"{v}_edited"]  # valid only when the config has a second policy
+    if name == "rm" and leaf.path[-2:-1] == ("claim",):  # another RM the method trains with (the first valid)
+        return [r for r in ("length_only", "pers_profile", "general_only") if r != v]
     if leaf.key == "judge.general_reference":  # a baseline name: one the shipped configs have
         return [b for b in ("general", "rewardbench") if b != v]
     if name in REF_KEYS and v and "/" in v and not v.startswith(("results/", "/", ".", "~")):

@@ -33,8 +33,8 @@ RM_ENTRIES = {
 
 def demo_config_for_world(cfg: dict) -> dict:
     """The demo config with the synthetic world's RMs (RM_ENTRIES) and its one baseline (general), no
-    per-method RM lists and no null worlds (they read BoN's per-sample files, which the synthetic world
-    does not write)."""
+    per-method RM lists or claims, no null worlds (they read BoN's per-sample files, which the synthetic
+    world does not write), and a policy trained on judge examples too (its `policy_judge` judges with it)."""
     import copy
 
     cfg = copy.deepcopy(cfg)
@@ -42,6 +42,8 @@ def demo_config_for_world(cfg: dict) -> dict:
     cfg["data"]["baselines"] = {"general": cfg["data"]["baselines"]["general"]}
     for method in ("ppo", "grpo"):
         cfg[method].pop("rms", None)
+        cfg[method].pop("claim", None)
+    cfg["demo_training"]["policy"]["judge_examples"] = True
     cfg["correlation"]["null_world"] = {"draws": 0, "judges": ["random"], "rm_subsets": [12], "graded": False}
     return cfg
 KS = [1, 2, 4, 8, 16]

@@ -92,6 +92,21 @@ def test_per_subset_runs_seeds_and_sample_sets_are_counted(cfg):
     assert rows["BoN judging"]["gpu_h"] == pytest.approx(2 * base["BoN judging"]["gpu_h"])
 
 
+def test_a_claims_seeds_are_counted_for_its_rm_only(cfg):
+    import copy
+
+    base = _rows(cfg)
+    c = copy.deepcopy(cfg)
+    c["ppo"]["claim"] = {"rm": "skywork_v2_llama8b", "seeds": 3}
+    c["grpo"]["claim"] = {"rm": "armorm_llama3_8b"}  # claim.seeds: the schema's default, 3
+    rows = _rows(c)
+    assert rows["PPO: skywork_v2_llama8b"]["gpu_h"] == pytest.approx(3 * base["PPO: skywork_v2_llama8b"]["gpu_h"])
+    assert rows["GRPO: armorm_llama3_8b"]["gpu_h"] == pytest.approx(3 * base["GRPO: armorm_llama3_8b"]["gpu_h"])
+    others = [k for k in base if k.startswith(("PPO:", "GRPO:"))
+              and k not in ("PPO: skywork_v2_llama8b", "GRPO: armorm_llama3_8b")]
+    assert others and all(rows[k]["gpu_h"] == base[k]["gpu_h"] for k in others)
+
+
 def test_cluster_doc_shows_the_current_table(cfg):
     """docs/CLUSTER.md's cost table is the script's output for config.yaml (rerun the script and
     paste its rows when config.yaml or a unit cost changes)."""

@@ -295,9 +295,10 @@ def test_changed_rules_counts_changed_added_and_removed_jobs():
 @pytest.mark.dag
 def test_ppo_reward_scale_and_eval_top_p_reach_their_readers(tmp_path):
     """The two keys once missing from the pick lists: train_ppo reads reward_scale, the evaluation
-    (base_answers, eval_policy) eval_top_p; nothing else."""
+    (base_answers, eval_policy) eval_top_p; nothing else (the claim's extra seeds: their _seed rules)."""
     cfg = _demo()
     base = job_params(cfg, tmp_path)
-    assert changed_rules(base, job_params(set_key(cfg, ("ppo", "reward_scale"), 0.1), tmp_path)) == ["train_ppo"]
+    assert changed_rules(base, job_params(set_key(cfg, ("ppo", "reward_scale"), 0.1), tmp_path)) == [
+        "train_ppo", "train_ppo_seed"]
     assert changed_rules(base, job_params(set_key(cfg, ("ppo", "eval_top_p"), 0.8), tmp_path)) == [
-        "base_answers", "eval_policy"]
+        "base_answers", "eval_policy", "eval_policy_seed"]

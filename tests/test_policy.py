@@ -146,6 +146,7 @@ def test_train_demo_policy_tiny(tmp_path):
     out = Path(tmp_path / "model")
     assert (out / "model.safetensors").exists() and (out / "train_report.json").exists()
     assert rep["examples"]["answer"] == 32 and rep["last_logged_loss"] < rep["first_logged_loss"]
+    assert rep["examples"]["judge"] + rep["examples"]["judge_reference"] > 0  # judge_examples: true (default)
     model, tok = pol.load_policy(str(out), device="cpu")
     assert model.config.num_hidden_layers == 1 and tok.chat_template == dp.CHAT_TEMPLATE
     ans = pol.generate_answers(model, tok, ROWS[:2], n=2, max_new_tokens=10, seed=0, progress=False)
@@ -198,3 +199,30 @@ def test_top_p_drop_sums_in_float64_and_ignores_the_batch():
     edge = float(b64[r, j] + b32[r, j]) / 2
     kept = int((~pol.top_p_drop(flat[r:r + 1], edge)).sum())
     assert kept == j + 1  # tokens 0..j: the one before which the float64 sum is still below top_p
+
+
+def test_train_demo_policy_without_judge_examples(tmp_path):
+    """demo_training.policy.judge_examples false: answer examples only, the same answers as with them."""
+    write_jsonl(tmp_path / "train.jsonl", _pairs(16))
+    cfg = {"hidden_size": 16, "layers": 1, "heads": 2, "vocab_size": 400, "epochs": 1, "lr": 3e-3, "batch_size": 8,
+           "max_length": 256, "judge_examples": False}
+    rep = dp.train_demo_policy(str(tmp_path / "train.jsonl"), str(tmp_path / "model"), cfg, seed=0, threads=1)
+    assert rep["examples"]["answer"] == 32 and rep["examples"]["judge"] == rep["examples"]["judge_reference"] == 0
+    assert rep["n_examples"] == 32 and rep["steps"] == 4
+
+
+def test_a_policy_judge_needs_the_policys_judge_examples():
+    import copy
+
+    import yaml
+    from helpers import REPO
+
+    from prbench.config import ConfigError
+    from prbench.validation import check_config
+
+    cfg = yaml.safe_load((REPO / "configs" / "test.yaml").read_text())
+    check_config(copy.deepcopy(cfg))
+    cfg.setdefault("demo_training", {}).setdefault("policy", {})["judge_examples"] = False
+    with pytest.raises(ConfigError, match=r"config key demo_training\.policy\.judge_examples: false, but "
+                                          r"reward_models\.policy_judge\.from_policy judges with the trained policy"):
+        check_config(cfg)

@@ -43,12 +43,16 @@ def test_one_training_and_evaluation_per_rm_and_subset(per_subset):
 
 
 def test_the_tables_read_every_subset_run(per_subset):
-    want = {f"results/ppo/{POLICY}/{r}/{s}/eval_judged.jsonl" for r in RMS for s in SUBSETS}
-    logs = {f"results/ppo/{POLICY}/{r}/{s}/train_log.csv" for r in RMS for s in SUBSETS}
+    claim = DEMO["ppo"]["claim"]  # the claim's RM: claim.seeds runs per subset (seed r > 0 in seed{r}/)
+    seeds = {r: [""] + [f"seed{k}/" for k in range(1, claim["seeds"] if r == claim["rm"] else 1)] for r in RMS}
+    want = {f"results/ppo/{POLICY}/{r}/{s}/{d}eval_judged.jsonl" for r in RMS for s in SUBSETS for d in seeds[r]}
+    logs = {f"results/ppo/{POLICY}/{r}/{s}/{d}train_log.csv" for r in RMS for s in SUBSETS for d in seeds[r]}
     (table,) = [j for j in per_subset.jobs if j.rule == "ppo_table"]
     assert set(table.input) == want | logs  # the judged answers, and the training logs' reward rise
     (measures,) = [j for j in per_subset.jobs if j.rule == "judged_measures" and j.wildcards["method"] == "ppo"]
     assert set(measures.input) == want
+    (claim_job,) = [j for j in per_subset.jobs if j.rule == "claim_table" and j.wildcards["method"] == "ppo"]
+    assert set(claim_job.input) == {f for f in want | logs if f"/{claim['rm']}/" in f}  # every subset and seed
     (fig,) = [j for j in per_subset.jobs if j.rule == "fig_training" and j.wildcards["method"] == "ppo"]
     assert set(fig.input) == {f"results/ppo/{POLICY}/{r}/{s}/train_log.csv" for r in RMS for s in SUBSETS}
 

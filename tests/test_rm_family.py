@@ -185,10 +185,10 @@ def test_demo_family_has_24_or_more_members_and_valid_method_subsets():
     assert len(members) >= 24
     kinds = {kind_info(e["kind"]).name for e in cfg["reward_models"].values()}
     assert "frozen_head" in kinds
-    for method in ("ppo", "grpo"):  # a handful for the trained methods (configs/demo.yaml says why): >= 4 coefficients
-        chosen = cfg[method]["rms"]
-        assert len(chosen) >= 4 and set(chosen) <= set(cfg["reward_models"])
-        assert sum(r in members for r in chosen) >= 2  # family members among them
+    for method in ("ppo", "grpo"):  # a handful for the trained methods (configs/demo.yaml says why: the claim's
+        chosen = cfg[method]["rms"]  # seeds take a fourth RM's budget): >= 3 coefficients
+        assert len(chosen) >= 3 and set(chosen) <= set(cfg["reward_models"])
+        assert sum(r in members for r in chosen) >= 1  # a family member among them
 
 
 def test_method_rms_must_name_downstream_rms():

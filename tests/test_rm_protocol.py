@@ -411,6 +411,7 @@ def test_config_check_refuses_pointwise_reward_without_its_prompt(tmp_path):
     # a generative RM (the demo policy asked for "Result: A|B"): the reward prompt is read for it
     cfg["reward_models"]["policy_judge"] = {"kind": "generative_pairwise", "from_policy": "demo_policy",
                                             "use_profile": True}
+    cfg["demo_training"]["policy"]["judge_examples"] = True  # the policy judges: it trains on judge examples
     validate_config(yaml.safe_load(yaml.safe_dump(cfg)))  # round_robin reads no reward prompt
     cfg["reward"] = {"generative": "pointwise"}
     with pytest.raises(ConfigError, match="reward.generative"):

@@ -273,7 +273,8 @@ def _check_frozen_encoder(key: str, entry: dict, info) -> None:
 
 
 def _check_method_rms(config: dict) -> None:
-    """ppo.rms / grpo.rms name downstream RMs of the config."""
+    """ppo.rms / grpo.rms name downstream RMs of the config; a claim (ppo.claim, grpo.claim) names one of the
+    method's RMs."""
     downstream = [n for n, e in config["reward_models"].items()
                   if entry_with_defaults(e, "reward_models.*")["downstream"]]
     for method in ("ppo", "grpo"):
@@ -282,6 +283,12 @@ def _check_method_rms(config: dict) -> None:
             if name not in downstream:
                 raise ConfigError(f"config key {method}.rms: {name!r} is not a downstream RM of reward_models "
                                   f"(known: {', '.join(downstream)})")
+        claim = (config.get(method) or {}).get("claim")
+        if claim:
+            runs = [n for n in downstream if names is None or n in names]
+            if claim["rm"] not in runs:
+                raise ConfigError(f"config key {method}.claim.rm: {claim['rm']!r} is not one of the RMs {method} "
+                                  f"trains with (known: {', '.join(runs)}; {method}.rms)")
 
 
 def _check_rm_entries(config: dict, policies: dict) -> None:
@@ -299,6 +306,12 @@ def _check_rm_entries(config: dict, policies: dict) -> None:
             raise ConfigError(
                 f"config key {key}.from_policy: no policy named {entry['from_policy']!r} "
                 f"(known: {sorted(policies)})"
+            )
+        judges = ((config.get("demo_training") or {}).get("policy") or {}).get("judge_examples", True)
+        if "from_policy" in entry and (policies[entry["from_policy"]] or {}).get("train") and not judges:
+            raise ConfigError(
+                f"config key demo_training.policy.judge_examples: false, but {key}.from_policy judges with the "
+                f"trained policy {entry['from_policy']!r}, which then never learns to judge; set it true"
             )
         info = _registered(kind_info, entry["kind"], name)
         if not info.can_read_profile and entry.get("use_profile"):

@@ -65,6 +65,18 @@ def _no_signal(config: Mapping) -> dict:
 Hook = Callable[[Mapping], object] | str
 
 
+CLAIM_SEEDS = 3  # claim.seeds when a claim omits it (the schema's default)
+
+
+def claim_seeds(section: Mapping | None, rm: str) -> int:
+    """Training seeds of `rm`'s run in a trained-policy method's config section: `seeds` (1 when
+    absent), raised to `claim.seeds` (schema default 3) for the RM of its claim (prbench.downstream.claim)."""
+    section = section or {}
+    n = int(section.get("seeds") or 1)
+    claim = section.get("claim") or {}
+    return max(n, int(claim.get("seeds") or CLAIM_SEEDS)) if claim.get("rm") == rm else n
+
+
 def resolve(hook: Hook) -> Callable:
     """A hook given as "module:attr" (module relative to prbench.downstream) or as a callable."""
     return hook if callable(hook) else load_ref(hook, __name__)

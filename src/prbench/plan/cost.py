@@ -31,6 +31,7 @@ import copy
 import math
 
 from ..config import entry_with_defaults
+from ..downstream import CLAIM_SEEDS
 from ..downstream.ppo.memory import DTYPE_BYTES, plan_for_config
 from .sizing import PROMPT_TOKENS, rm_sizing, shared_sizing
 
@@ -122,6 +123,13 @@ def count(cfg_section: dict, key: str, default=1) -> int:
     if v is None:
         return default
     return len(v) if isinstance(v, (list, tuple)) else int(v)
+
+
+def _run_seeds(section: dict, rm: str) -> int:
+    """Training seeds of one RM's run: `seeds`, raised to `claim.seeds` for the claim's RM."""
+    claim = section.get("claim") or {}
+    n = count(section, "seeds")
+    return max(n, int(claim.get("seeds") or CLAIM_SEEDS)) if claim.get("rm") == rm else n
 
 
 def rm_params(entry: dict) -> float:
@@ -283,13 +291,13 @@ def _judge_s(cfg: dict, calls: int, judge: dict) -> float:
 def _ppo_rows(rows: _Rows, cfg: dict, q_test: int, down: dict, train_q: dict) -> int:
     """PPO per RM of `ppo.rms` (per subset when ppo.per_subset; one run per seed); its evaluation answers."""
     ppo = entry_with_defaults(cfg["ppo"], "ppo")
-    seeds = count(cfg["ppo"], "seeds")
     groups = ppo_groups(cfg)
     if not ppo["enabled"]:
         return 0
     pol_name = next(iter(cfg["policies"]))
     answers = 0
     for name in method_rms(cfg, "ppo", down):
+        seeds = _run_seeds(cfg["ppo"], name)
         jobs = [ppo_job(cfg, pol_name, name, g, train_q) for g in groups]
         p, calls = jobs[0]["plan"], jobs[0]["calls"]
         steps = sum(j["steps"] for j in jobs) * seeds
@@ -304,11 +312,11 @@ def _grpo_rows(rows: _Rows, cfg: dict, q_test: int, down: dict, train_q: dict) -
     grpo_cfg = cfg.get("grpo")
     if not (grpo_cfg and grpo_cfg["enabled"]):
         return 0
-    seeds = count(grpo_cfg, "seeds")
     g = entry_with_defaults(grpo_cfg, "grpo")
     job = grpo_job(cfg, train_q)
     answers = 0
     for name in method_rms(cfg, "grpo", down):
+        seeds = _run_seeds(grpo_cfg, name)
         rows.add(f"GRPO: {name}", f"{job['steps'] * seeds} steps x 1 generate call of "
                  f"{g['prompts_per_step'] * g['num_generations']} x {g['max_completion_length']} tokens "
                  f"({seeds} seed(s))", seeds * job["s"], ["policy_decode_s"], name, down[name].get("params_b"))

@@ -218,6 +218,8 @@ def train_demo_policy(train_path: str, out_dir: str, cfg: dict, seed: int = 0, t
         raise ValueError(f"{train_path}: no training pairs")
     max_length = int(cfg["max_length"])
     tok = train_tokenizer(_tokenizer_texts(pairs), int(cfg["vocab_size"]), model_max_length=max_length)
+    if not cfg["judge_examples"]:  # no generative RM reads this policy's judging (prbench.validation checks)
+        judge_fraction = reference_fraction = 0.0
     examples, stats = build_sft_examples(pairs, tok, max_length, seed, judge_fraction=judge_fraction,
                                          reference_fraction=reference_fraction)
     log.info("SFT examples: %s", stats)
