@@ -135,14 +135,21 @@ def test_a_claim_names_one_of_the_methods_rms():
 @pytest.mark.dag
 def test_the_demos_claim_adds_seeds_for_its_rm_only(tmp_path):
     """configs/demo.yaml's claims: the claim's RM trains and is evaluated claim.seeds times, the other RMs
-    once; the claim table reads exactly the claim RM's runs, with their training seeds in its params."""
+    once; the claim table reads exactly the claim RM's runs; a method without a claim has neither."""
     cfg = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
     run = dry_run(workdir=tmp_path / "wd", configfile=REPO / "configs" / "demo.yaml")
     pol = list(cfg["policies"])[0]
     by_rule = {}
     for j in run.jobs:
         by_rule.setdefault(j.rule, []).append(j)
-    for method, train_rule in (("ppo", "train_ppo"), ("grpo", "train_grpo")):
+    claims = [m for m in ("ppo", "grpo") if cfg[m].get("claim")]
+    assert "ppo" in claims  # the demo's PPO claim (perf/README.md, "The demo's learning claim")
+    for method in {"ppo", "grpo"} - set(claims):  # no claim: no extra seed, no claim table
+        train_rule = {"ppo": "train_ppo", "grpo": "train_grpo"}[method]
+        assert not by_rule.get(f"{train_rule}_seed")
+        assert not [j for j in by_rule["claim_table"] if j.wildcards["method"] == method]
+    for method in claims:
+        train_rule = {"ppo": "train_ppo", "grpo": "train_grpo"}[method]
         claim = cfg[method]["claim"]
         rm, n = claim["rm"], claim["seeds"]
         assert n >= 3 and cfg[method]["seeds"] == 1
