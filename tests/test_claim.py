@@ -130,6 +130,8 @@ def test_a_claim_names_one_of_the_methods_rms():
     with pytest.raises(ConfigError, match=r"config key ppo\.claim\.rm: 'untrained' is not one of the RMs ppo "
                                           r"trains with"):
         check_config(bad)
+    bad["ppo"]["enabled"] = False  # a method that does not run: its claim decides nothing, no error
+    check_config(bad)
 
 
 @pytest.mark.dag

@@ -284,7 +284,7 @@ def _check_method_rms(config: dict) -> None:
                 raise ConfigError(f"config key {method}.rms: {name!r} is not a downstream RM of reward_models "
                                   f"(known: {', '.join(downstream)})")
         claim = (config.get(method) or {}).get("claim")
-        if claim:
+        if claim and (config.get(method) or {}).get("enabled", True):  # a method that does not run decides nothing
             runs = [n for n in downstream if names is None or n in names]
             if claim["rm"] not in runs:
                 raise ConfigError(f"config key {method}.claim.rm: {claim['rm']!r} is not one of the RMs {method} "
