@@ -284,7 +284,8 @@ def _check_method_rms(config: dict) -> None:
                 raise ConfigError(f"config key {method}.rms: {name!r} is not a downstream RM of reward_models "
                                   f"(known: {', '.join(downstream)})")
         claim = (config.get(method) or {}).get("claim")
-        if claim and (config.get(method) or {}).get("enabled", True):  # a method that does not run decides nothing
+        # a claim of a method that does not run decides nothing
+        if claim and with_defaults(config.get(method) or {}, method)["enabled"]:
             runs = [n for n in downstream if names is None or n in names]
             if claim["rm"] not in runs:
                 raise ConfigError(f"config key {method}.claim.rm: {claim['rm']!r} is not one of the RMs {method} "
@@ -307,7 +308,8 @@ def _check_rm_entries(config: dict, policies: dict) -> None:
                 f"config key {key}.from_policy: no policy named {entry['from_policy']!r} "
                 f"(known: {sorted(policies)})"
             )
-        judges = ((config.get("demo_training") or {}).get("policy") or {}).get("judge_examples", True)
+        judges = with_defaults((config.get("demo_training") or {}).get("policy") or {},
+                               "demo_training.policy")["judge_examples"]
         if "from_policy" in entry and (policies[entry["from_policy"]] or {}).get("train") and not judges:
             raise ConfigError(
                 f"config key demo_training.policy.judge_examples: false, but {key}.from_policy judges with the "
