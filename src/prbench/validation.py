@@ -295,6 +295,8 @@ def _check_method_rms(config: dict) -> None:
 def _check_rm_entries(config: dict, policies: dict) -> None:
     """Each reward_models entry: its model source (one, of a kind that needs one), its references,
     and the profile only where its kind can read one."""
+    judges = with_defaults((config.get("demo_training") or {}).get("policy") or {},
+                           "demo_training.policy")["judge_examples"]
     for name, entry in config["reward_models"].items():
         key = f"reward_models.{name}"
         if "path" in entry:
@@ -308,8 +310,6 @@ def _check_rm_entries(config: dict, policies: dict) -> None:
                 f"config key {key}.from_policy: no policy named {entry['from_policy']!r} "
                 f"(known: {sorted(policies)})"
             )
-        judges = with_defaults((config.get("demo_training") or {}).get("policy") or {},
-                               "demo_training.policy")["judge_examples"]
         if "from_policy" in entry and (policies[entry["from_policy"]] or {}).get("train") and not judges:
             raise ConfigError(
                 f"config key demo_training.policy.judge_examples: false, but {key}.from_policy judges with the "

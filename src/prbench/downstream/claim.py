@@ -22,10 +22,9 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from ..io import read_jsonl, write_csv
+from ..io import write_csv
 from ..seeding import stable_seed
-from . import claim_seeds  # noqa: F401 (the claim's seed count lives with the registry: the rules read it)
-from .evaluation import paired_diff
+from .evaluation import paired_diff, read_judged
 from .reward_rise import reward_rise
 
 POOLED = "pooled"
@@ -36,14 +35,6 @@ CLAIM_COLUMNS = ["policy", "rm", "seed", "training_seed", "n_questions", "diff_b
 def holds(diff_ci_low: float, rise_ci_low: float) -> bool:
     """The criterion: both intervals' lower ends above 0 (a NaN end never holds)."""
     return bool(diff_ci_low > 0) and bool(rise_ci_low > 0)
-
-
-def _judged(paths: Sequence[str], seed_label) -> pd.DataFrame:
-    parts = [pd.DataFrame(read_jsonl(p)) for p in paths]
-    for path, part in zip(paths, parts):
-        if part.empty:
-            raise ValueError(f"{path}: no judged answers")
-    return pd.concat(parts, ignore_index=True).assign(replicate=seed_label)
 
 
 def claim_rows(judged: Mapping[int, Sequence[str]], train_logs: Mapping[int, Sequence[str]], policy: str,
@@ -61,7 +52,7 @@ def claim_rows(judged: Mapping[int, Sequence[str]], train_logs: Mapping[int, Seq
     training_seeds = training_seeds or {}
     rows, frames = [], []
     for rep in sorted(judged):
-        df = _judged(judged[rep], rep)
+        df = read_judged(judged[rep], policy, rm).assign(replicate=rep)
         frames.append(df)
         rise = reward_rise(train_logs[rep])
         rows.append({"policy": policy, "rm": rm, "seed": str(rep), "training_seed": training_seeds.get(rep),

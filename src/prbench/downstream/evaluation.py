@@ -199,15 +199,7 @@ def policy_table_rows(runs: dict[tuple, str | Sequence[str]], n_boot: int, seed:
     for (policy, rm), reps in sorted(grouped.items()):
         frames = []
         for rep, paths in sorted(reps.items()):
-            parts = [pd.DataFrame(read_jsonl(path)) for path in paths]
-            for path, f in zip(paths, parts):
-                if f.empty:
-                    raise ValueError(f"{path}: no judged answers")
-            df = pd.concat(parts, ignore_index=True)
-            dup = df["question_id"][df["question_id"].duplicated()].unique().tolist()
-            if dup:
-                raise ValueError(f"{policy}/{rm}: question(s) {dup[:3]} judged in more than one of {paths}")
-            frames.append(df.assign(replicate=rep))
+            frames.append(read_judged(paths, policy, rm).assign(replicate=rep))
         df = pd.concat(frames, ignore_index=True)
         out.append({**_table_row(df, policy, rm, ALL_SUBSETS, n_boot, stable_seed(seed, "ppo-table", policy, rm)),
                     **paired_diff(df, n_boot, stable_seed(seed, "ppo-table-diff", policy, rm))})
@@ -218,6 +210,20 @@ def policy_table_rows(runs: dict[tuple, str | Sequence[str]], n_boot: int, seed:
     table = pd.DataFrame(out, columns=[c for c in TABLE_COLUMNS if c not in RISE_COLUMNS])
     rise = reward_rise_rows(train_logs or {}, ALL_SUBSETS).astype({c: float for c in RISE_COLUMNS})
     return table.merge(rise, on=["policy", "rm", "subset"], how="left", validate="one_to_one")[TABLE_COLUMNS]
+
+
+def read_judged(paths: Sequence[str], policy: str, rm: str) -> pd.DataFrame:
+    """One training seed's judged answers: its eval_judged.jsonl files (one, or one per subset with
+    ppo.per_subset) as one frame; an empty file, or a question judged in two of them, is an error."""
+    parts = [pd.DataFrame(read_jsonl(path)) for path in paths]
+    for path, f in zip(paths, parts):
+        if f.empty:
+            raise ValueError(f"{path}: no judged answers")
+    df = pd.concat(parts, ignore_index=True)
+    dup = df["question_id"][df["question_id"].duplicated()].unique().tolist()
+    if dup:
+        raise ValueError(f"{policy}/{rm}: question(s) {dup[:3]} judged in more than one of {list(paths)}")
+    return df
 
 
 def paired_diff(df: pd.DataFrame, n_boot: int, seed: int) -> dict:

@@ -31,7 +31,7 @@ import copy
 import math
 
 from ..config import entry_with_defaults
-from ..downstream import CLAIM_SEEDS
+from ..downstream import claim_seeds
 from ..downstream.ppo.memory import DTYPE_BYTES, plan_for_config
 from .sizing import PROMPT_TOKENS, rm_sizing, shared_sizing
 
@@ -126,10 +126,8 @@ def count(cfg_section: dict, key: str, default=1) -> int:
 
 
 def _run_seeds(section: dict, rm: str) -> int:
-    """Training seeds of one RM's run: `seeds`, raised to `claim.seeds` for the claim's RM."""
-    claim = section.get("claim") or {}
-    n = count(section, "seeds")
-    return max(n, int(claim.get("seeds") or CLAIM_SEEDS)) if claim.get("rm") == rm else n
+    """Training seeds of one RM's run (prbench.downstream.claim_seeds), `seeds` counted as `count` does."""
+    return claim_seeds({**section, "seeds": count(section, "seeds")}, rm)
 
 
 def rm_params(entry: dict) -> float:
