@@ -2,6 +2,7 @@
 
     python perf/ppo_tune/sweep.py list
     python perf/ppo_tune/sweep.py run NAME|INDEX [--seed S] [--snap K] [--eval-samples N] [--out CSV]
+    python perf/ppo_tune/sweep.py pool NAME --seeds S [S ...]
 
 Run `run` from the root of a finished `make demo` (it reads results/ and writes under results/ppo_tune/).
 The training job's and the evaluation job's params come from the demo's DAG (Snakemake's API, configs/
@@ -14,6 +15,9 @@ corrupted:S` = pers_profile retrained with a share S of extra pairs, a chosen an
 copy of it. The policy is evaluated as rule eval_policy does (the demo's base answers, judge and cache),
 `--eval-samples` answers per question when given, and the row is written like the table's (paired
 difference with tables/ppo.csv's bootstrap seed, the reward rise of prbench.downstream.reward_rise).
+`pool` decides the demo's learning claim (prbench.downstream.claim) over the `run`s of one setting with
+the given training seeds, from their final policies' judged answers and training logs: one row per seed
+and the pooled row, exactly as tables/ppo_claim.csv computes them.
 """
 from __future__ import annotations
 
@@ -194,7 +198,7 @@ def run(row: dict, seed: int | None, snap: int, eval_samples: int | None, out_cs
     from prbench.seeding import stable_seed
 
     seed = int(row["seed"]) if seed is None else seed
-    out = f"results/ppo_tune/{method}/{row['name']}" + (f"_seed{seed}" if seed else "")
+    out = run_dir(row, seed)
     os.makedirs(out, exist_ok=True)
     spec = copy.deepcopy(dict(train_p["rm_spec"]))
     if reward.startswith("pers_profile+corrupted:"):
@@ -253,6 +257,29 @@ def run(row: dict, seed: int | None, snap: int, eval_samples: int | None, out_cs
     return results
 
 
+def run_dir(row: dict, seed: int) -> str:
+    """Where `run` trains the row's setting with that training seed."""
+    return f"results/ppo_tune/{row['method']}/{row['name']}" + (f"_seed{seed}" if seed else "")
+
+
+def pool(row: dict, seeds: list[int]):
+    """The claim table (prbench.downstream.claim.claim_rows) over the final policies of `run`s of the
+    row's setting with these training seeds; replicate i is seeds[i]."""
+    from prbench.downstream.claim import claim_rows
+
+    rm = row["reward"]
+    dirs = {i: run_dir(row, s) for i, s in enumerate(seeds)}
+    missing = [f"{d}/{f}" for d in dirs.values() for f in ("eval_model.jsonl", "train_log.csv")
+               if not os.path.exists(f"{d}/{f}")]
+    if missing:
+        sys.exit(f"sweep: no finished run for {', '.join(missing)} (run `sweep.py run {row['name']} --seed S` first)")
+    n_boot = yaml.safe_load((REPO / "configs/demo.yaml").read_text())[row["method"]].get("bootstrap", 1000)
+    seed = yaml.safe_load((REPO / "configs/demo.yaml").read_text())["seed"]
+    return claim_rows({i: [f"{d}/eval_model.jsonl"] for i, d in dirs.items()},
+                      {i: [f"{d}/train_log.csv"] for i, d in dirs.items()}, POLICY, rm, n_boot, seed,
+                      dict(enumerate(seeds)))
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -263,6 +290,9 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--snap", type=int, default=0, help="save and evaluate the policy every K steps too")
     r.add_argument("--eval-samples", type=int, help="answers per evaluation question (default: the demo's)")
     r.add_argument("--out", default="results/ppo_tune/sweep.csv", help="CSV the rows are appended to")
+    p = sub.add_parser("pool", help="the learning claim over a setting's runs with several training seeds")
+    p.add_argument("run", help="a row's index or a run's name (runs.csv)")
+    p.add_argument("--seeds", type=int, nargs="+", required=True, help="the training seeds of its runs")
     a = ap.parse_args(argv)
     rows = read_table()
     if a.cmd == "list":
@@ -270,6 +300,12 @@ def main(argv: list[str] | None = None) -> None:
             if row["method"] in ("ppo", "grpo") and not row["snapshot"]:
                 print(f"{row['index']:>4} {row['name']:<28} {row['method']:<4} world {row['world']} seed {row['seed']} "
                       f"reward {row['reward']:<14} {row['overrides']}")
+        return
+    if a.cmd == "pool":
+        import pandas as pd
+
+        with pd.option_context("display.width", 200, "display.max_columns", 20):
+            print(pool(find(rows, a.run), a.seeds).to_string(index=False))
         return
     for res in run(find(rows, a.run), a.seed, a.snap, a.eval_samples, a.out):
         print("RESULT", json.dumps(res, default=str))
