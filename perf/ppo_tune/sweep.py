@@ -184,7 +184,7 @@ def run(row: dict, seed: int | None, snap: int, eval_samples: int | None, out_cs
 
     torch.set_num_threads(1)
     method, reward = row["method"], row["reward"]
-    rm = reward if reward in ("pers_profile",) or reward.startswith("heads_") else "pers_profile"
+    rm = rm_of(reward)
     train_p, eval_p = job_params(method, rm)
     from prbench.prompts import configure
 
@@ -257,6 +257,11 @@ def run(row: dict, seed: int | None, snap: int, eval_samples: int | None, out_cs
     return results
 
 
+def rm_of(reward: str) -> str:
+    """The config RM a reward is built on (its training and evaluation params, the bootstrap seed)."""
+    return reward if reward in ("pers_profile",) or reward.startswith("heads_") else "pers_profile"
+
+
 def run_dir(row: dict, seed: int) -> str:
     """Where `run` trains the row's setting with that training seed."""
     return f"results/ppo_tune/{row['method']}/{row['name']}" + (f"_seed{seed}" if seed else "")
@@ -267,7 +272,7 @@ def pool(row: dict, seeds: list[int]):
     row's setting with these training seeds; replicate i is seeds[i]."""
     from prbench.downstream.claim import claim_rows
 
-    rm = row["reward"]
+    rm = rm_of(row["reward"])
     dirs = {i: run_dir(row, s) for i, s in enumerate(seeds)}
     missing = [f"{d}/{f}" for d in dirs.values() for f in ("eval_model.jsonl", "train_log.csv")
                if not os.path.exists(f"{d}/{f}")]
