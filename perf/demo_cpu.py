@@ -23,23 +23,21 @@ from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# job script -> stage (perf/README.md, "The demo's wall time"); unlisted scripts are their own stage
-STAGES = {
-    "train_demo_policy": "the policy's SFT", "train_ppo": "PPO training", "train_grpo": "GRPO training",
-    "eval_policy": "policy evaluation (PPO, GRPO) and base answers", "base_answers":
-        "policy evaluation (PPO, GRPO) and base answers",
-    "sample_bon": "BoN", "merge_samples": "BoN", "score_bon": "BoN", "score_bon_family": "BoN",
-    "judge_bon": "BoN", "bon_table": "BoN", "bon_measures": "BoN",
-    "score_benchmark": "benchmark scoring", "score_benchmark_part": "benchmark scoring",
-    "accuracy_table": "benchmark scoring", "benchmark_reports": "benchmark scoring",
-    "train_demo_rm": "the RMs' training", "rm_family": "the RMs' training",
-    "calibrate_judge": "the judge's calibration and validity", "judge_validity":
-        "the judge's calibration and validity",
-    "demo_world": "data", "prepare_personalized": "data", "prepare_baseline": "data",
-    "correlations": "analysis", "null_world": "analysis", "figures": "analysis", "leaderboard": "analysis",
-    "manifest": "analysis", "missing_rms": "analysis", "policy_table": "analysis", "claim_table": "analysis",
-    "judged_measures": "analysis",
+# stage -> its job scripts (perf/README.md, "The demo's wall time"); unlisted scripts are their own stage
+STAGE_SCRIPTS = {
+    "the policy's SFT": ("train_demo_policy",),
+    "PPO training": ("train_ppo",),
+    "GRPO training": ("train_grpo",),
+    "policy evaluation (PPO, GRPO) and base answers": ("eval_policy", "base_answers"),
+    "BoN": ("sample_bon", "merge_samples", "score_bon", "score_bon_family", "judge_bon", "bon_table", "bon_measures"),
+    "benchmark scoring": ("score_benchmark", "score_benchmark_part", "accuracy_table", "benchmark_reports"),
+    "the RMs' training": ("train_demo_rm", "rm_family"),
+    "the judge's calibration and validity": ("calibrate_judge", "judge_validity"),
+    "data": ("demo_world", "prepare_personalized", "prepare_baseline"),
+    "analysis": ("correlations", "null_world", "figures", "leaderboard", "manifest", "missing_rms", "policy_table",
+                 "claim_table", "judged_measures"),
 }
+STAGES = {script: stage for stage, scripts in STAGE_SCRIPTS.items() for script in scripts}
 SNAKEMAKE = "Snakemake itself"
 
 
@@ -50,7 +48,7 @@ def script_of(argv: list[str]) -> str:
     m = re.search(r"tmp[^/.]+\.(\w+)\.py", joined)
     if m:
         return m.group(1)
-    if argv and Path(argv[0]).name == "snakemake" or "snakemake" in joined.split(" ")[0]:
+    if argv and "snakemake" in Path(argv[0]).name:
         return SNAKEMAKE
     return Path(argv[0]).name if argv else "?"
 
@@ -73,6 +71,8 @@ def summarize(log: str | os.PathLike, by: str = "stage") -> list[tuple[str, int,
 
 def print_summary(log, by: str) -> None:
     rows = summarize(log, by)
+    if not rows:
+        raise SystemExit(f"{log}: no process records (did the command run Python with PRB_CPU_LOG set?)")
     total = sum(r[2] for r in rows)
     width = max(len(r[0]) for r in rows)
     for name, n, cpu in rows:
