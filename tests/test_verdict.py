@@ -364,3 +364,21 @@ def test_power_of_the_whole_rule_and_an_independent_simulation():
     assert (pw >= 0.5).all(), pw
     own = _independent_power(2000, seed=123)
     assert abs(pw[0] - own) <= 0.03, (pw, own)
+
+
+def test_one_rm_is_undefined_and_says_so():
+    """A method run with one RM (the demo's GRPO): no rank correlation exists; the cell's reason and
+    the summary's sentence name the RM count, not a constant side."""
+    from prbench.analysis.summary import verdict_sentence
+
+    fam = V.decide_family([(np.array([0.4]), np.array([0.6]), np.array([0.2]))], 0.05)
+    assert fam.verdict[0] == V.UNDEFINED and fam.reason[0].startswith("the coefficients are undefined: 1 RM(s)")
+    rows = [dict(family="confirmatory", policy="p", downstream="bon", benchmark_b="general", verdict="personalized",
+                 n_rms=35, value_a=0.87, value_b=-0.24, q=4e-05),
+            dict(family="confirmatory", policy="p", downstream="grpo", benchmark_b="general", verdict="undefined",
+                 n_rms=1, value_a=np.nan, value_b=np.nan, q=np.nan)]
+    text = verdict_sentence(pd.DataFrame(rows), None, 0.05)
+    assert "no decision on GRPO: at 1 RM no rank correlation is defined" in text and "constant" not in text
+    rows[1].update(n_rms=12)
+    assert "some coefficients are undefined (a side constant across the RMs)" in verdict_sentence(
+        pd.DataFrame(rows), None, 0.05)

@@ -303,7 +303,9 @@ def _words(st: dict, diff, q, decided, checked, fdr: float, need: int, m: int):
 
 def _reason(verdict, n, p, q, checked, fdr, need, m) -> str:
     if verdict == UNDEFINED:
-        return "the coefficients are undefined (a side constant across the RMs, or fewer than 4 RMs)"
+        if n < 2:
+            return f"the coefficients are undefined: {n} RM(s) with all three values (a rank correlation needs 2)"
+        return "the coefficients are undefined (a side constant across the RMs, or no standard error)"
     if verdict == CANNOT:
         return (f"cannot decide at {n} RMs: the rule decides from {need} RMs "
                 f"(MIN_RMS {MIN_RMS}{'' if need == MIN_RMS else ', correlation.min_rms ' + str(need)})")
