@@ -76,6 +76,8 @@ def job_params(method: str, rm: str) -> tuple[dict, dict]:
     from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, Quietness, ResourceSettings
 
     config = yaml.safe_load((REPO / "configs/demo.yaml").read_text())
+    # any RM of the demo, whether or not the method trains with it there (its DAG only knows `rms`)
+    config[method]["rms"] = list(dict.fromkeys([*(config[method].get("rms") or []), rm]))
     target = f"results/{method}/{POLICY}/{rm}/eval_judged.jsonl"
     cwd, path = os.getcwd(), list(sys.path)
     try:
