@@ -189,6 +189,8 @@ def edits(leaf: Leaf) -> list[tuple[str, list]]:
             longer = v + extra[:1]
         elif "enum" in item:  # an enum member not in the list yet
             longer = v + [e for e in item["enum"] if e not in v][:1]
+        elif leaf.path[-1] == "rms":  # ppo.rms / grpo.rms: another RM of the shipped configs, not in the list yet
+            longer = v + [r for r in ("length_only", "pers_profile", "general_only") if r not in v][:1]
         else:
             longer = v + ["edited"]
         out.append(("value", [v[:-1], longer] if len(v) > 1 else [longer]))
