@@ -107,6 +107,11 @@ def _numbers(v: float, node: dict, integer: bool) -> list:
     return out
 
 
+# RMs the shipped configs train with (the first one a config has is the edit's): another RM for an
+# RM-naming key (a claim's RM, a method's RM list)
+SHIPPED_RMS = ("length_only", "pers_profile", "general_only")
+
+
 def _strings(leaf: Leaf, v: str | None) -> list[str]:
     """Other strings the key's readers accept: another registered kind, another policy, a model or
     data reference moved under results/ (no existence check there), else the value with a suffix."""
@@ -120,7 +125,7 @@ def _strings(leaf: Leaf, v: str | None) -> list[str]:
     if name == "from_policy":
         return [f"{v}_edited"]  # valid only when the config has a second policy
     if name == "rm" and leaf.path[-2:-1] == ("claim",):  # another RM the method trains with (the first valid)
-        return [r for r in ("length_only", "pers_profile", "general_only") if r != v]
+        return [r for r in SHIPPED_RMS if r != v]
     if leaf.key == "judge.general_reference":  # a baseline name: one the shipped configs have
         return [b for b in ("general", "rewardbench") if b != v]
     if name in REF_KEYS and v and "/" in v and not v.startswith(("results/", "/", ".", "~")):
@@ -190,7 +195,7 @@ def edits(leaf: Leaf) -> list[tuple[str, list]]:
         elif "enum" in item:  # an enum member not in the list yet
             longer = v + [e for e in item["enum"] if e not in v][:1]
         elif leaf.path[-1] == "rms":  # ppo.rms / grpo.rms: another RM of the shipped configs, not in the list yet
-            longer = v + [r for r in ("length_only", "pers_profile", "general_only") if r not in v][:1]
+            longer = v + [r for r in SHIPPED_RMS if r not in v][:1]
         else:
             longer = v + ["edited"]
         out.append(("value", [v[:-1], longer] if len(v) > 1 else [longer]))

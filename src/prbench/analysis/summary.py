@@ -232,11 +232,11 @@ def verdict_sentence(comparisons: pd.DataFrame | None, power: pd.DataFrame | Non
         if undecided:
             qmin = min(float(r["q"]) for r in undecided)
             whys.append(f"no q reaches {fdr:g} (smallest q {qmin:.3f})")
-        undefined = [r for _, r in rest if r["verdict"] == "undefined"]
-        if any(int(r["n_rms"]) < 2 for r in undefined):
-            ns = "/".join(str(int(n)) for n in sorted({int(r["n_rms"]) for r in undefined if int(r["n_rms"]) < 2}))
-            whys.append(f"at {ns} RM no rank correlation is defined")
-        if any(int(r["n_rms"]) >= 2 for r in undefined):
+        undefined = [int(r["n_rms"]) for _, r in rest if r["verdict"] == "undefined"]
+        few = sorted({n for n in undefined if n < 2})
+        if few:
+            whys.append(f"at {'/'.join(map(str, few))} RM no rank correlation is defined")
+        if any(n >= 2 for n in undefined):
             whys.append("some coefficients are undefined (a side constant across the RMs)")
         parts.append(f"{'no' if wins else 'No'} decision on {_join(names)}: {'; '.join(whys)}")
     need = [_needed(_power_rows(power, r, "rms_needed", 0.5)) for _, r in conf.iterrows()]
