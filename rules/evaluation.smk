@@ -17,6 +17,7 @@ POLICY_EVAL = pick(
         "eval_samples",
         "eval_top_p",
         "eval_max_new_tokens",
+        "eval_batch_size",
         "eval_questions_per_subset",
         "eval_posts",
     ],

@@ -3,7 +3,7 @@ judge rates rubric following, so the BoN verdict must be "personalized", decided
 (configs/mirror.yaml: the same samples and RM scores, a general-quality judge) must give the
 general baseline, decided. On 3 of 3 seeds, through the real DAG.
 
-Sizes: more RMs than the demo's 35 (49: its family with a third training-set size, 48 members, and
+Sizes: more RMs than the demo's 34 (49: its family with a third training-set size, 48 members, and
 length_only; the two cross-encoders, which cost most of a seed's time, are left out), on fewer
 questions (QUESTIONS per subset instead of 40), a smaller personalized benchmark and train split,
 BoN only. The

@@ -189,3 +189,20 @@ def test_sampled_evaluation_writes_eval_samples_answers_with_shared_noise(tmp_pa
     one = dict(cfg, eval_samples=1)
     write_base_answers(str(policy), tmp_path / "eval.jsonl", tmp_path / "one.jsonl", one, seed=0)
     assert all("answers" not in b for b in read_jsonl(tmp_path / "one.jsonl"))
+
+
+def test_eval_batch_size_changes_no_answer(tmp_path):
+    """ppo.eval_batch_size is speed and memory only: sampled answers (several per question) are the
+    same at any batch size, for the base answers' writer as for the evaluation's sampler."""
+    policy = make_policy_dir(tmp_path / "policy")
+    rows = make_prompt_rows(8, subsets=("A", "B"))
+    write_jsonl(tmp_path / "eval.jsonl", rows)
+    sampled = dict(PPO, eval_greedy=False, eval_samples=3, eval_top_p=0.9, eval_questions_per_subset=4)
+    got = {}
+    for bs in (1, 3, 32):
+        write_base_answers(str(policy), tmp_path / "eval.jsonl", tmp_path / f"base{bs}.jsonl",
+                           dict(sampled, eval_batch_size=bs), seed=0)
+        got[bs] = read_jsonl(tmp_path / f"base{bs}.jsonl")
+    assert len(got[1]) == 8 and all(len(r["answers"]) == 3 for r in got[1])
+    assert len({r["answers"][0] for r in got[1]} | {r["answers"][1] for r in got[1]}) > 1  # real samples
+    assert got[1] == got[3] == got[32]

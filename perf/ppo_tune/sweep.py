@@ -41,7 +41,7 @@ TABLE = Path(__file__).with_name("runs.csv")
 POLICY = "demo_policy"
 # keys of a ppo / grpo section that are not the training's (the evaluation, the DAG's choices)
 NOT_TRAINING = {"enabled", "rms", "seeds", "bootstrap", "eval_greedy", "eval_top_p", "eval_samples",
-                "eval_max_new_tokens", "eval_questions_per_subset", "eval_posts"}
+                "eval_max_new_tokens", "eval_batch_size", "eval_questions_per_subset", "eval_posts"}
 
 
 def read_table(path: Path = TABLE) -> list[dict]:

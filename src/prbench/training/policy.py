@@ -141,7 +141,7 @@ def build_sft_examples(pairs: Sequence[dict], tok, max_length: int, seed: int,
     return ex, stats
 
 
-def _cpu_bf16_ok() -> bool:
+def cpu_bf16_ok() -> bool:
     """bf16 autocast only where the CPU has native bf16 matmuls (oneDNN), else it would be slower."""
     import torch
 
@@ -172,7 +172,7 @@ def _sft_train(model, tok, examples: list[dict], cfg: dict, seed: int, max_lengt
     bs = int(cfg["batch_size"])
     total_steps = math.ceil(len(examples) / bs) * float(cfg["epochs"])
     use_cpu = not torch.cuda.is_available()
-    bf16 = torch.cuda.is_bf16_supported() if not use_cpu else _cpu_bf16_ok()
+    bf16 = torch.cuda.is_bf16_supported() if not use_cpu else cpu_bf16_ok()
     with tempfile.TemporaryDirectory() as tmp:
         args = SFTConfig(
             output_dir=tmp, num_train_epochs=float(cfg["epochs"]), learning_rate=float(cfg["lr"]),

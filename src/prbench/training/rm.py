@@ -7,7 +7,9 @@ from results/data/train/{source}.jsonl. The profile is part of the input iff the
 `use_profile`. `mix: {}` saves the untrained model (random head). Inputs are built by the same
 `ClassifierEncoder` the scorer uses, so training and scoring see identical token sequences. The
 result is an ordinary HF folder (safetensors + tokenizer) loaded by `score_benchmark` like any
-hub model; `tokenizer.model_max_length` records the training max_length.
+hub model; `tokenizer.model_max_length` records the training max_length. Training runs in bf16
+autocast where the device computes bf16 natively (as the demo policy's SFT), else in float32; the
+saved weights are float32.
 """
 from __future__ import annotations
 
@@ -167,12 +169,13 @@ def _fit(model, tok, rows, spec, cfg, seed, encoder_cls) -> dict:
              len(rows), float(np.mean(lengths)), max(lengths), enc.n_truncated, enc.n_posts_dropped)
     ds = Dataset.from_dict(data)
     steps_per_epoch = math.ceil(len(rows) / int(cfg["batch_size"]))
+    bf16 = _bf16_autocast()
     with tempfile.TemporaryDirectory(prefix="rm_train_") as tmp:
         args = RewardConfig(
             output_dir=tmp, per_device_train_batch_size=int(cfg["batch_size"]), num_train_epochs=float(cfg["epochs"]),
             learning_rate=float(cfg["lr"]), lr_scheduler_type="linear", warmup_steps=max(1, steps_per_epoch // 10),
             weight_decay=0.0, logging_steps=max(1, steps_per_epoch // 5), save_strategy="no", report_to=[],
-            bf16=False, fp16=False, gradient_checkpointing=False, seed=seed, data_seed=seed, max_length=None,
+            bf16=bf16, fp16=False, gradient_checkpointing=False, seed=seed, data_seed=seed, max_length=None,
             remove_unused_columns=False, dataloader_num_workers=0, disable_tqdm=False,
             use_cpu=not _cuda(),
         )
@@ -184,7 +187,18 @@ def _fit(model, tok, rows, spec, cfg, seed, encoder_cls) -> dict:
     log.info("train loss %.4f, last logged accuracy %s", result.training_loss, last.get("accuracy"))
     return {"trained": True, "train_loss": float(result.training_loss), "steps": int(result.global_step),
             "last_log": last, "mean_length": float(np.mean(lengths)), "truncated": enc.n_truncated,
-            "profile_posts_dropped": enc.n_posts_dropped}
+            "profile_posts_dropped": enc.n_posts_dropped, "bf16_autocast": bf16}
+
+
+def _bf16_autocast() -> bool:
+    """Train in bf16 autocast where the device computes bf16 natively (a GPU that supports it, a CPU with
+    oneDNN's bf16: the demo policy's rule, prbench.training.policy.cpu_bf16_ok), else float32. The
+    saved weights are float32 either way."""
+    import torch
+
+    from .policy import cpu_bf16_ok
+
+    return bool(torch.cuda.is_bf16_supported()) if _cuda() else cpu_bf16_ok()
 
 
 def _cuda() -> bool:
