@@ -76,9 +76,8 @@ SKIP = [
                                                      "label_noise")),
          "an RM family member's keys, set by the expansion: refused on a family entry (its grid sets them) and on "
          "an RM of another kind (check_config)"),
-    Skip(("demo",), tuple(f"reward_models.{rm}.downstream" for rm in ("pers_profile", "length_only",
-                                                                        "heads")),
-         "the RM (or a member) is named in ppo.rms / grpo.rms: false is refused there (check_config)"),
+    Skip(("demo",), "reward_models.heads.downstream",
+         "a member is named in ppo.rms / grpo.rms: false is refused there (check_config)"),
     Skip(("demo",), ("scoring.order_rule", "scoring.order_seed", "scoring.pairwise_parse", "scoring.pairwise_failure",
                      "reward.generative"),
          "read for pairwise or generative RMs only; the demo has none (its RMs: a classifier, a length scorer "
@@ -96,9 +95,13 @@ SKIP = [
     Skip(ALL, "revisions.lock", "a location, not a param: every job finds the lock through prbench.job.start "
                                 "and the manifest (left out here, it reads the whole config) reads it; moving "
                                 "the lock reruns nothing (docs/DESIGN.md, \"Revision lock\")"),
-    Skip(("demo",), "ppo.eval_greedy", "the demo samples 6 answers per question (ppo.eval_samples), which greedy "
+    Skip(("demo",), "ppo.eval_greedy", "the demo samples 4 answers per question (ppo.eval_samples), which greedy "
                                        "decoding refuses (check_config): no one-key edit is valid; the paper and "
                                        "replica configs (1 answer) edit it"),
+    Skip(("demo",), "ppo.seeds", "the demo's PPO trains with the claim's RM only, whose seeds are ppo.claim.seeds: "
+                                 "ppo.seeds sets the other RMs' (none here); the paper and replica configs edit it"),
+    Skip(("demo",), "ppo.claim.rm", "the demo's PPO trains with the claim's RM only, and the claim must name an RM "
+                                    "ppo trains with (check_config, tests/test_claim.py): no one-key edit is valid"),
     Skip(("replica", "paper"), "demo.*", "demo only: the demo world is not in this DAG"),
     Skip(("replica", "paper"), "demo_training.*", "demo only: the demo trainings are not in this DAG"),
     Skip(("demo", "paper"), "data.baselines.rewardbench2.train_split", "a rewardbench2 baseline refuses a train "
