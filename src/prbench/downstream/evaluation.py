@@ -38,16 +38,15 @@ log = logging.getLogger("prbench.downstream.evaluation")
 
 
 def policy_answers(model_path: str, prompts: Sequence[dict], ppo_cfg: dict, seed: int,
-                   trust_remote_code: bool = False, device: str = "auto", batch_size: int | None = None,
+                   trust_remote_code: bool = False, device: str = "auto",
                    revision: str | None = None) -> list[dict]:
     """Answers to each prompt: one greedy answer (`ppo.eval_greedy`), or `ppo.eval_samples` samples
     at `ppo.temperature` and `ppo.eval_top_p` (the authors' evaluation: one sample at 1.0 / 0.9).
     A row holds `answer` (the first) and, with several samples, `answers` (all of them). Sample j of
     a question draws the same noise for every policy (`generate_answers`' seeding), so the trained
     and the base policy's j-th answers are paired, and neither depends on the batch size
-    (`batch_size`, else `ppo.eval_batch_size`)."""
+    (`ppo.eval_batch_size` prompts a generate call)."""
     ppo_cfg = entry_with_defaults(ppo_cfg, "ppo")  # the job's picked keys; the schema fills the rest
-    batch_size = int(ppo_cfg["eval_batch_size"] if batch_size is None else batch_size)
     greedy = bool(ppo_cfg["eval_greedy"])
     n = 1 if greedy else int(ppo_cfg["eval_samples"])
     model, tok = load_policy_model(model_path, trust_remote_code, device, revision=revision)
@@ -55,7 +54,8 @@ def policy_answers(model_path: str, prompts: Sequence[dict], ppo_cfg: dict, seed
                                **sampling_settings({"temperature": ppo_cfg["temperature"],
                                                     "top_p": ppo_cfg["eval_top_p"]}),
                                max_new_tokens=int(ppo_cfg["eval_max_new_tokens"]),
-                               seed=stable_seed(seed, "ppo-eval"), batch_size=batch_size, greedy=greedy)
+                               seed=stable_seed(seed, "ppo-eval"), batch_size=int(ppo_cfg["eval_batch_size"]),
+                               greedy=greedy)
     if len(answers) != len(prompts):
         raise RuntimeError(f"generate_answers returned {len(answers)} answer lists for {len(prompts)} prompts")
     return [{"question_id": p["question_id"], "subset": p["subset"], "answer": a[0],

@@ -141,7 +141,7 @@ def build_sft_examples(pairs: Sequence[dict], tok, max_length: int, seed: int,
     return ex, stats
 
 
-def cpu_bf16_ok() -> bool:
+def _cpu_bf16_ok() -> bool:
     """bf16 autocast only where the CPU has native bf16 matmuls (oneDNN), else it would be slower."""
     import torch
 
@@ -149,6 +149,14 @@ def cpu_bf16_ok() -> bool:
         return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):  # pragma: no cover
         return False
+
+
+def native_bf16() -> bool:
+    """Whether the demo trainings (this SFT, the demo RMs: prbench.training.rm) run in bf16 autocast: on
+    a GPU that supports bf16, or a CPU with oneDNN's native bf16; float32 elsewhere."""
+    import torch
+
+    return bool(torch.cuda.is_bf16_supported()) if torch.cuda.is_available() else _cpu_bf16_ok()
 
 
 def _tokenizer_texts(pairs: Sequence[dict]) -> list[str]:
@@ -172,7 +180,7 @@ def _sft_train(model, tok, examples: list[dict], cfg: dict, seed: int, max_lengt
     bs = int(cfg["batch_size"])
     total_steps = math.ceil(len(examples) / bs) * float(cfg["epochs"])
     use_cpu = not torch.cuda.is_available()
-    bf16 = torch.cuda.is_bf16_supported() if not use_cpu else cpu_bf16_ok()
+    bf16 = native_bf16()
     with tempfile.TemporaryDirectory() as tmp:
         args = SFTConfig(
             output_dir=tmp, num_train_epochs=float(cfg["epochs"]), learning_rate=float(cfg["lr"]),

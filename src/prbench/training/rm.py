@@ -31,6 +31,7 @@ from ..prompts import ScoreRequest
 from ..revisions import hub_kwargs, record_loaded
 from ..rms.classifier import ClassifierEncoder
 from ..seeding import stable_seed
+from .policy import native_bf16
 
 log = logging.getLogger("prbench.training.rm")
 
@@ -169,7 +170,7 @@ def _fit(model, tok, rows, spec, cfg, seed, encoder_cls) -> dict:
              len(rows), float(np.mean(lengths)), max(lengths), enc.n_truncated, enc.n_posts_dropped)
     ds = Dataset.from_dict(data)
     steps_per_epoch = math.ceil(len(rows) / int(cfg["batch_size"]))
-    bf16 = _bf16_autocast()
+    bf16 = native_bf16()
     with tempfile.TemporaryDirectory(prefix="rm_train_") as tmp:
         args = RewardConfig(
             output_dir=tmp, per_device_train_batch_size=int(cfg["batch_size"]), num_train_epochs=float(cfg["epochs"]),
@@ -188,17 +189,6 @@ def _fit(model, tok, rows, spec, cfg, seed, encoder_cls) -> dict:
     return {"trained": True, "train_loss": float(result.training_loss), "steps": int(result.global_step),
             "last_log": last, "mean_length": float(np.mean(lengths)), "truncated": enc.n_truncated,
             "profile_posts_dropped": enc.n_posts_dropped, "bf16_autocast": bf16}
-
-
-def _bf16_autocast() -> bool:
-    """Train in bf16 autocast where the device computes bf16 natively (a GPU that supports it, a CPU with
-    oneDNN's bf16: the demo policy's rule, prbench.training.policy.cpu_bf16_ok), else float32. The
-    saved weights are float32 either way."""
-    import torch
-
-    from .policy import cpu_bf16_ok
-
-    return bool(torch.cuda.is_bf16_supported()) if _cuda() else cpu_bf16_ok()
 
 
 def _cuda() -> bool:
