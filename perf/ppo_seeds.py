@@ -1,5 +1,5 @@
 """PPO's learning across training seeds, as the demo's claim table decides it (prbench.downstream.claim,
-tables/ppo_claim.csv; perf/README.md, "PPO's learning across training seeds"): per seed and pooled, the
+tables/ppo_claim.csv; perf/ppo_tune/README.md, "PPO's learning across training seeds"): per seed and pooled, the
 judge-score difference to the base policy (per question the mean over seeds, a bootstrap over
 questions) and the reward rise over the seeds' logs.
 

@@ -1,5 +1,5 @@
 """How far each RM agrees with the judge on BoN's answers: the numbers behind the choice of the demo's
-PPO claim RM (perf/README.md, "A fourth round").
+PPO claim RM (perf/ppo_tune/README.md, "A fourth round").
 
     .venv/bin/python perf/rm_judge_agreement.py [RUN] [--policy demo_policy] [--top 12]
 

@@ -145,7 +145,7 @@ def test_the_demos_claim_adds_seeds_for_its_rm_only(tmp_path):
     for j in run.jobs:
         by_rule.setdefault(j.rule, []).append(j)
     claims = [m for m in ("ppo", "grpo") if cfg[m].get("claim")]
-    assert "ppo" in claims  # the demo's PPO claim (perf/README.md, "The demo's learning claim")
+    assert "ppo" in claims  # the demo's PPO claim (perf/ppo_tune/README.md, "The demo's learning claim")
     for method in {"ppo", "grpo"} - set(claims):  # no claim: no extra seed, no claim table
         train_rule = {"ppo": "train_ppo", "grpo": "train_grpo"}[method]
         assert not by_rule.get(f"{train_rule}_seed")
