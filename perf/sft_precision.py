@@ -1,6 +1,7 @@
-"""The demo policy's SFT in one precision: what the job costs on a CPU without native bf16 (float32, as
-the Intel host runs it) against this CPU's own choice (bf16 autocast where oneDNN computes bf16), on
-the same host. One run per process, so each precision pays its own imports, as the demo's job does.
+"""The demo policy's SFT in one precision: what the job costs in float32 (what a CPU without native bf16,
+such as the family-23 "AMD EPYC", runs) against this host's own choice (`native_bf16`: bf16 autocast
+where oneDNN computes bf16), on the same host. One run per process, so each precision pays its own
+imports, as the demo's job does.
 
     OMP_NUM_THREADS=1 .venv/bin/python perf/sft_precision.py fp32 --train <run>/results/data/train/personalized.jsonl
     OMP_NUM_THREADS=1 .venv/bin/python perf/sft_precision.py native --train <run>/results/data/train/personalized.jsonl
@@ -34,7 +35,7 @@ def main() -> None:
     from prbench.training import policy as pol
 
     if args.precision == "fp32":
-        pol._cpu_bf16_ok = lambda: False  # as on a CPU without native bf16
+        pol.native_bf16 = lambda: False  # the trainings' precision rule, as on a CPU without native bf16
     cfg = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())["demo_training"]["policy"]
     if args.epochs is not None:
         cfg["epochs"] = args.epochs
