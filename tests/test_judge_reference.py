@@ -131,3 +131,61 @@ def test_mirror_overlay_only_sets_the_judge():
     overlay = yaml.safe_load((REPO / "configs" / "mirror.yaml").read_text())
     assert overlay == {"judge": {"general_reference": "general"}}
     assert "general" in demo_cfg()["data"]["baselines"]
+
+
+def test_the_encoder_memo_serves_the_second_judge(calibrated, tmp_path, monkeypatch, caplog):
+    """The mirror's judge encodes the sentences the demo's judge encoded, and every judging job the
+    general judge's references: through the judge cache's embeddings/ folder (one .npy per encoder
+    call, keyed by the exact list) the later job reads the array the first computed instead of
+    running the encoder, and judges exactly as without the memo. Another list (the same texts in
+    another order too) is computed; a damaged memo file is recomputed and rewritten."""
+    from prbench.judge import minilm
+
+    cfg, root, judge_cfg, _ = calibrated
+    calls = []
+    real = minilm.embed_texts
+
+    def counted(model, tok, texts, **kw):
+        calls.append(list(texts))
+        return real(model, tok, texts, **kw)
+
+    monkeypatch.setattr(minilm, "embed_texts", counted)
+    answers = [r[k] for r in read_jsonl(root / "p" / cfg["data"]["personalized"]["subsets"][0] / "test.jsonl")[:20]
+               for k in ("chosen", "rejected")]
+    items = [J.JudgeItem("q", a, ["Enjoys chess.", "Wants ideas about hiking."]) for a in answers]
+    sents = sorted({s for a in answers for s in J.split_sentences(a)})
+    cache = tmp_path / "cache"
+    rubric = J.MiniLMJudge(MODEL, calibration={"t1": 0.3, "t2": 0.5}, batch_size=64)
+    J.judge_items_cached(rubric, items, cache, "demo.jsonl")
+    assert sorted(map(sorted, calls)) == sorted([sorted({a for it in items for a in it.aspects}), sents])
+    memo = {p.name: p.read_bytes() for p in (cache / minilm.EMBEDDING_MEMO).glob("*.npy")}
+    assert len(memo) == 2 and not list((cache / minilm.EMBEDDING_MEMO).glob(".*"))  # no temporary file left
+
+    calal = dict(judge_cfg, calibration=str(root / "cal.json"))
+    general = J.load_judge(calal, 0)  # its own encoder: what it reads comes from disk
+    calls.clear()
+    memoised = J.judge_items_cached(general, items, cache, "mirror.jsonl")
+    refs = general.calibration
+    assert calls == [refs["good"], refs["bad"]]  # the references computed once; the sentences read
+    calls.clear()
+    again = J.judge_items_cached(J.load_judge(calal, 0), items, tmp_path / "cache", "mirror2.jsonl")
+    assert calls == [] and again == memoised  # a later job: all three calls read
+    plain = J.load_judge(calal, 0)
+    assert plain.judge(items) == memoised  # no cache folder: computed, the same ratings
+    assert np.array_equal(plain.encoder.encode(sents),
+                          np.load(cache / minilm.EMBEDDING_MEMO / f"{plain.encoder.memo_key(sents)}.npy"))
+
+    enc = general.encoder
+    assert enc.memo_key(sents) != enc.memo_key(sents[::-1])
+    calls.clear()
+    enc.encode(sents[::-1])
+    enc.encode(sents[::-1])  # the second from the process's memo
+    assert calls == [sents[::-1]]
+    fresh = minilm.MiniLMEncoder(MODEL, batch_size=64, memo_dir=cache / minilm.EMBEDDING_MEMO)
+    path = cache / minilm.EMBEDDING_MEMO / f"{fresh.memo_key(sents)}.npy"
+    good = path.read_bytes()
+    path.write_bytes(b"not an array")
+    calls.clear()
+    with caplog.at_level("WARNING", logger="prbench.judge"):
+        fresh.encode(sents)
+    assert calls == [sents] and "unreadable" in caplog.text and path.read_bytes() == good

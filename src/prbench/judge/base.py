@@ -47,6 +47,11 @@ class RubricJudge(ABC):
     def judge(self, items: Sequence[JudgeItem]) -> list[JudgeResult]:
         """Judge each item (no caching here)."""
 
+    def use_cache_dir(self, cache_dir) -> None:
+        """Called by `judge_items_cached` with the cache folder: a judge may keep its own
+        intermediate results there (the minilm judges: their encoder calls). Default: nothing."""
+        return None
+
 
 AGGREGATES = ("per_aspect", "mean_found")
 FAILURE_RULES = ("exclude", "zero")

@@ -4,7 +4,10 @@ calibrated on the train split (aspects with chosen vs rejected answers; `calibra
 calibration is part of the judge's id, so the cache never mixes calibrations."""
 from __future__ import annotations
 
+import os
 import re
+import tempfile
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -13,12 +16,14 @@ from ..encoders import embed_texts
 from ..io import json_sha256
 from ..models import resolve_model_ref
 from ..revisions import hub_kwargs, record_loaded
-from .base import JudgeItem, JudgeResult, RubricJudge, _result
+from .base import JudgeItem, JudgeResult, RubricJudge, _result, log
 
 DEFAULT_CALIBRATION = "results/bon/judge_calibration.json"
 # encoder batch size when a judge section has no `batch_size` (tests, direct callers); a
 # validated config always has one (the schema's default, 16)
 MINILM_BATCH_SIZE = 64
+EMBEDDING_MEMO = "embeddings"  # the folder of memoised encoder calls, inside the judge cache
+MEMO_IN_PROCESS = 4  # encoder calls an encoder keeps in memory
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -32,10 +37,18 @@ def minilm_batch_size(judge_cfg: dict) -> int:
 
 
 class MiniLMEncoder:
-    """Mean-pooled, L2-normalised sentence embeddings from a (MiniLM) encoder folder."""
+    """Mean-pooled, L2-normalised sentence embeddings from a (MiniLM) encoder folder.
+
+    Each `encode` call is memoised whole, keyed by the encoder's settings and the exact list of
+    texts (and the weights files' sizes and times): in the process, and, with `memo_dir` set
+    (`MiniLMJudge.use_cache_dir`: the judge cache's `embeddings/`), in one `.npy` file per call.
+    A call's embeddings depend on its batches (padding, kernel shapes) in the last bits, so only
+    the same list, in the same order, is answered from the memo, with the array that call
+    computed. It serves the two judges of the demo's mirror world, which encode the same answers'
+    sentences, and the general-quality judge's references, which every judging job encodes."""
 
     def __init__(self, model_ref: str, max_length: int = 128, batch_size: int = 64, device: str = "cpu",
-                 revision: str | None = None):
+                 revision: str | None = None, memo_dir: str | Path | None = None):
         from transformers import AutoModel, AutoTokenizer
 
         path = resolve_model_ref(model_ref)
@@ -44,10 +57,65 @@ class MiniLMEncoder:
         self.model = AutoModel.from_pretrained(path, use_safetensors=True, **rev).to(device).eval()
         record_loaded(path, "model", revision, key="judge.model", loaded=self.model)
         self.device, self.max_length, self.batch_size = device, max_length, batch_size
+        self.model_ref, self.revision = model_ref, revision
+        local = Path(path)
+        self._weights = ([[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in sorted(local.glob("*.safetensors"))]
+                         if local.is_dir() else [])
+        self.memo_dir = Path(memo_dir) if memo_dir else None
+        self._memo: dict[str, np.ndarray] = {}
+
+    def memo_key(self, texts: Sequence[str]) -> str:
+        import torch
+
+        return json_sha256([self.model_ref, self.revision, self._weights, str(self.device), self.max_length,
+                            self.batch_size, torch.__version__, list(texts)])[:40]
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        return embed_texts(self.model, self.tok, texts, batch_size=self.batch_size, max_length=self.max_length,
-                           device=self.device, pooling="mean", normalize=True)
+        texts = list(texts)
+        key = self.memo_key(texts)
+        if key in self._memo:
+            return self._memo[key]
+        path = self.memo_dir / f"{key}.npy" if self.memo_dir else None
+        arr = _load_memo(path, (len(texts), self.model.config.hidden_size)) if path else None
+        if arr is None:
+            arr = embed_texts(self.model, self.tok, texts, batch_size=self.batch_size, max_length=self.max_length,
+                              device=self.device, pooling="mean", normalize=True)
+            if path:
+                _save_memo(path, arr)
+        arr.setflags(write=False)
+        while len(self._memo) >= MEMO_IN_PROCESS:  # the latest few calls: a long job's chunks are not all kept
+            self._memo.pop(next(iter(self._memo)))
+        self._memo[key] = arr
+        return arr
+
+
+def _load_memo(path: Path, shape: tuple[int, int]) -> np.ndarray | None:
+    """A memoised call's embeddings, or None (absent; unreadable or of another shape: recomputed)."""
+    if not path.exists():
+        return None
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        log.warning("embedding memo %s: unreadable (%s), recomputed", path, exc)
+        return None
+    if arr.shape != shape or arr.dtype != np.float32:
+        log.warning("embedding memo %s: shape %s %s, expected %s float32; recomputed", path, arr.shape, arr.dtype,
+                    shape)
+        return None
+    return arr
+
+
+def _save_memo(path: Path, arr: np.ndarray) -> None:
+    """Written to a temporary file and renamed: a reader sees the whole file or none (jobs run side by side)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.save(fh, arr, allow_pickle=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 class MiniLMJudge(RubricJudge):
@@ -91,6 +159,11 @@ class MiniLMJudge(RubricJudge):
             sim = A[[a_idx[a] for a in it.aspects]] @ S[[s_idx[s] for s in ss]].T
             out.append(np.round(sim.max(axis=1).astype(float), 4))
         return out
+
+    def use_cache_dir(self, cache_dir: str | Path) -> None:
+        """Memoise the encoder's calls in the judge cache's `embeddings/` folder (MiniLMEncoder)."""
+        if isinstance(self.encoder, MiniLMEncoder):
+            self.encoder.memo_dir = Path(cache_dir) / EMBEDDING_MEMO
 
     def rate(self, sims: np.ndarray) -> list[int]:
         t1, t2 = self.calibration["t1"], self.calibration["t2"]
