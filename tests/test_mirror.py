@@ -12,7 +12,6 @@ the seeds redraw the world's users and questions, the RMs' training, the samples
 bootstraps, and the policy's training is the one cost a seed would not change the meaning of (it
 learns the world's language, which every seed shares). The expectations were fixed before the
 first run (perf/README.md, "The demo as a study")."""
-import shutil
 import subprocess
 
 import pandas as pd
@@ -90,13 +89,15 @@ def _bon_scores(workdir) -> dict:
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    """The policy once, then the seeds side by side (one core each: the BoN DAG alone leaves a core
-    idle much of the time), first with the demo's judge, then with the mirror's."""
+    """The policy once (in seed 0's folder, on its world), then the seeds side by side (one core
+    each: the BoN DAG alone leaves a core idle much of the time), first with the demo's judge, then
+    with the mirror's."""
     root = tmp_path_factory.mktemp("study")
-    _wait({"policy": _start(root / "policy", _config(0, None), POLICY, cores=2)})
-    policy = str(root / "policy" / POLICY)
-    cfgs = {seed: _config(seed, policy) for seed in SEEDS}
     wds = {seed: root / f"seed{seed}" for seed in SEEDS}
+    # the policy in seed 0's folder: that seed's first pass reuses its world's data jobs
+    _wait({"policy": _start(wds[SEEDS[0]], _config(SEEDS[0], None), POLICY, cores=2)})
+    policy = str(wds[SEEDS[0]] / POLICY)
+    cfgs = {seed: _config(seed, policy) for seed in SEEDS}
     _wait({seed: _start(wds[seed], cfgs[seed], VERDICTS, *([NULL_WORLD] if seed == SEEDS[0] else []))
            for seed in SEEDS})
     out = {seed: dict(workdir=wds[seed], cfg=cfgs[seed], demo=_bon_verdict(wds[seed]), scores=_bon_scores(wds[seed]),
@@ -105,7 +106,6 @@ def study(tmp_path_factory):
     logs = _wait({seed: _start(wds[seed], cfgs[seed], VERDICTS, mirror=True) for seed in SEEDS})
     for seed in SEEDS:
         out[seed].update(mirror=_bon_verdict(wds[seed]), log=logs[seed])
-    shutil.rmtree(root / "policy", ignore_errors=True)
     return out
 
 
