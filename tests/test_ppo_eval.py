@@ -60,7 +60,8 @@ def test_eval_same_policy_ties_and_shares_cache(tmp_path):
         assert 0.0 <= r["score"] <= 2.0
     # each unique (question, answer, aspects) judged once: trained == base answers share entries
     shard = cache / shard_name(tmp_path / "judged.jsonl")  # this job's own cache shard
-    assert [p.name for p in cache.iterdir()] == [shard.name]
+    # the shard, and the minilm encoder's memo (prbench.judge.minilm.EMBEDDING_MEMO)
+    assert sorted(p.name for p in cache.iterdir()) == sorted([shard.name, "embeddings"])
     assert len(read_jsonl(shard)) == len({(r["question_id"], r["answer"]) for r in judged})
 
 

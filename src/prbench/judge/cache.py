@@ -171,7 +171,9 @@ def judge_items_cached(judge: RubricJudge, items: Sequence[JudgeItem], cache_dir
     log.info("judge %s: %d items, %d unique, %d cached, %d to judge (cache shard %s/%s)", judge.judge_id,
              len(items), len(uniq), len(uniq) - len(todo), len(todo), cache_dir, shard)
     if todo:
-        judge.use_cache_dir(cache_dir)
+        hook = getattr(judge, "use_cache_dir", None)  # RubricJudge's; a duck-typed judge may lack it
+        if hook is not None:
+            hook(cache_dir)
         _judge_into_shard(judge, todo, Path(cache_dir) / shard, chunk, cached)
     return [JudgeResult(cached[k].score, list(cached[k].ratings), cached[k].failures, cached[k].failed)
             for k in keys]
