@@ -168,7 +168,7 @@ def test_the_encoder_memo_serves_the_second_judge(calibrated, tmp_path, monkeypa
     refs = general.calibration
     assert calls == [refs["good"], refs["bad"]]  # the references computed once; the sentences read
     calls.clear()
-    again = J.judge_items_cached(J.load_judge(calal, 0), items, tmp_path / "cache", "mirror2.jsonl")
+    again = J.judge_items_cached(J.load_judge(calal, 0), items, cache, "mirror2.jsonl")
     assert calls == [] and again == memoised  # a later job: all three calls read
     plain = J.load_judge(calal, 0)
     assert plain.judge(items) == memoised  # no cache folder: computed, the same ratings

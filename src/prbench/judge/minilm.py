@@ -106,7 +106,9 @@ def _load_memo(path: Path, shape: tuple[int, int]) -> np.ndarray | None:
 
 
 def _save_memo(path: Path, arr: np.ndarray) -> None:
-    """Written to a temporary file and renamed: a reader sees the whole file or none (jobs run side by side)."""
+    """Written to a temporary file and renamed: a reader sees the whole file or none. Not
+    `prbench.io._atomic_write`: that one assumes one writer per path and removes other temporary
+    files of it, while jobs side by side may write one memo file (the same references) at once."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     try:
