@@ -1,0 +1,122 @@
+"""Size and power of the demo's PPO claim (its judge-score side) for a number of answers per question.
+
+The claim's first criterion (prbench.downstream.claim) is a paired difference: per question the mean
+over training seeds of the trained policy's answers' judge scores minus the base policy's, with a
+percentile bootstrap over questions (prbench.downstream.evaluation.paired_diff). Sample j of a question
+draws the same noise for the base and every trained policy, so the base's j-th answer is shared by all
+seeds: more seeds do not average its noise away, more answers do.
+
+This script reads a finished demo's judged answers of the claim's RM (every training seed), estimates
+the variance components of d[q, s, j] = trained score - base score (question, question x seed, question
+x answer shared by the seeds, the rest; a random-effects ANOVA on the crossed seeds x answers design
+within each question, plus the seeds' main effect), then simulates worlds at that level (questions,
+seeds, answers; normal components) with a true difference `delta`, and decides each world with the
+claim's own functions (`paired_diff` with the config's bootstrap and seed, then `holds` on its lower
+end). It prints, for each number of answers per question, the share of worlds in which the judge-score
+side holds: at delta 0 that is its size (nominal 0.025, one-sided), above 0 its power.
+
+    .venv/bin/python perf/claim_power.py <demo run folder> [--worlds 400] [--deltas 0 0.02 0.037]
+
+The reward-rise side is not simulated: it is read from training logs, not from the evaluation's answers.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from prbench.downstream.claim import holds
+from prbench.downstream.evaluation import paired_diff
+from prbench.seeding import stable_seed
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def read_d(run: Path, policy: str, rm: str) -> np.ndarray:
+    """d[q, s, j]: trained minus base judge score of answer j of question q, training seed s."""
+    root = run / "results" / "ppo" / policy / rm
+    files = [root / "eval_judged.jsonl"] + sorted(root.glob("seed*/eval_judged.jsonl"))
+    per_seed = []
+    for f in files:
+        rows = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+        per_seed.append({r["question_id"]: np.asarray(r["scores"], float) - np.asarray(r["base_scores"], float)
+                         for r in rows})
+    qs = sorted(set.intersection(*(set(p) for p in per_seed)))
+    return np.array([[p[q] for p in per_seed] for q in qs])
+
+
+def components(d: np.ndarray) -> dict:
+    """Variance components of d (random-effects ANOVA, negative estimates set to 0)."""
+    Q, S, J = d.shape
+    m = d.mean(axis=(1, 2), keepdims=True)
+    ms_s = J * ((d.mean(axis=2, keepdims=True) - m) ** 2).sum() / (Q * (S - 1))
+    ms_j = S * ((d.mean(axis=1, keepdims=True) - m) ** 2).sum() / (Q * (J - 1))
+    res = d - d.mean(axis=2, keepdims=True) - d.mean(axis=1, keepdims=True) + m
+    ms_e = (res ** 2).sum() / (Q * (S - 1) * (J - 1))
+    ms_q = S * J * ((m.ravel() - m.mean()) ** 2).sum() / (Q - 1)
+    seed_means = d.mean(axis=(0, 2))
+    # the seeds' main effect: the spread of their means beyond what their within-seed noise gives
+    seed_noise = (d.mean(axis=2).var(axis=0, ddof=1)).mean() / Q
+    return {"question": max((ms_q - ms_s - ms_j + ms_e) / (S * J), 0.0),
+            "question_x_seed": max((ms_s - ms_e) / J, 0.0),
+            "question_x_answer": max((ms_j - ms_e) / S, 0.0),
+            "residual": ms_e,
+            "seed": max(seed_means.var(ddof=1) - seed_noise, 0.0) if S > 1 else 0.0,
+            "Q": Q, "S": S, "J": J, "mean": float(d.mean())}
+
+
+def simulate(comp: dict, delta: float, answers: int, worlds: int, n_boot: int, boot_seed: int,
+             rng: np.random.Generator) -> tuple[float, float]:
+    """(share of worlds whose judge-score side holds, mean interval width) at `answers` per question."""
+    Q, S, J = comp["Q"], comp["S"], answers
+    hits, widths = 0, []
+    for _ in range(worlds):
+        d = (delta + rng.normal(0, np.sqrt(comp["seed"]), (1, S, 1))
+             + rng.normal(0, np.sqrt(comp["question"]), (Q, 1, 1))
+             + rng.normal(0, np.sqrt(comp["question_x_seed"]), (Q, S, 1))
+             + rng.normal(0, np.sqrt(comp["question_x_answer"]), (Q, 1, J))
+             + rng.normal(0, np.sqrt(comp["residual"]), (Q, S, J)))
+        df = pd.DataFrame({"question_id": np.repeat(np.arange(Q), S), "score": d.mean(axis=2).ravel(),
+                           "base_score": 0.0})
+        r = paired_diff(df, n_boot, boot_seed)
+        hits += holds(r["diff_ci_low"], 1.0)
+        widths.append(r["diff_ci_high"] - r["diff_ci_low"])
+    return hits / worlds, float(np.mean(widths))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("run", type=Path, help="a finished demo's folder (its results/ppo/...)")
+    ap.add_argument("--config", type=Path, default=REPO / "configs/demo.yaml")
+    ap.add_argument("--worlds", type=int, default=400)
+    ap.add_argument("--answers", type=int, nargs="+", default=[4, 6, 8, 12, 16])
+    ap.add_argument("--deltas", type=float, nargs="+", default=[0.0, 0.02, 0.037])
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    cfg = yaml.safe_load(args.config.read_text())
+    rm, policy = cfg["ppo"]["claim"]["rm"], "demo_policy"
+    n_boot, boot_seed = int(cfg["ppo"].get("bootstrap", 1000)), stable_seed(cfg.get("seed", 0), "ppo-table-diff",
+                                                                            policy, rm)
+    d = read_d(args.run, policy, rm)
+    comp = components(d)
+    obs = paired_diff(pd.DataFrame({"question_id": np.repeat(np.arange(comp["Q"]), comp["S"]),
+                                    "score": d.mean(axis=2).ravel(), "base_score": 0.0}), n_boot, boot_seed)
+    print(f"{args.run}: {comp['Q']} questions, {comp['S']} seeds, {comp['J']} answers; pooled difference "
+          f"{obs['diff_base']:+.4f} [{obs['diff_ci_low']:+.4f}, {obs['diff_ci_high']:+.4f}] (width "
+          f"{obs['diff_ci_high'] - obs['diff_ci_low']:.4f})")
+    names = ("question", "question_x_seed", "question_x_answer", "residual", "seed")
+    print("variance components: " + ", ".join(f"{k} {comp[k]:.5f}" for k in names))
+    rng = np.random.default_rng(args.seed)
+    print(f"\nshare of {args.worlds} simulated worlds whose judge-score side holds (mean 95% interval width)")
+    print("answers | " + " | ".join(f"delta {x:+.3f}" for x in args.deltas))
+    for j in args.answers:
+        cells = [simulate(comp, x, j, args.worlds, n_boot, boot_seed, rng) for x in args.deltas]
+        print(f"{j} | " + " | ".join(f"{p:.3f} ({w:.4f})" for p, w in cells))
+
+
+if __name__ == "__main__":
+    main()
