@@ -95,7 +95,7 @@ SKIP = [
     Skip(ALL, "revisions.lock", "a location, not a param: every job finds the lock through prbench.job.start "
                                 "and the manifest (left out here, it reads the whole config) reads it; moving "
                                 "the lock reruns nothing (docs/DESIGN.md, \"Revision lock\")"),
-    Skip(("demo",), "ppo.eval_greedy", "the demo samples 4 answers per question (ppo.eval_samples), which greedy "
+    Skip(("demo",), "ppo.eval_greedy", "the demo samples 8 answers per question (ppo.eval_samples), which greedy "
                                        "decoding refuses (check_config): no one-key edit is valid; the paper and "
                                        "replica configs (1 answer) edit it"),
     Skip(("demo",), "ppo.seeds", "the demo's PPO trains with the claim's RM only, whose seeds are ppo.claim.seeds: "
