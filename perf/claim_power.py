@@ -58,15 +58,15 @@ def components(d: np.ndarray) -> dict:
     res = d - d.mean(axis=2, keepdims=True) - d.mean(axis=1, keepdims=True) + m
     ms_e = (res ** 2).sum() / (Q * (S - 1) * (J - 1))
     ms_q = S * J * ((m.ravel() - m.mean()) ** 2).sum() / (Q - 1)
-    seed_means = d.mean(axis=(0, 2))
-    # the seeds' main effect: the spread of their means beyond what their within-seed noise gives
-    seed_noise = (d.mean(axis=2).var(axis=0, ddof=1)).mean() / Q
-    return {"question": max((ms_q - ms_s - ms_j + ms_e) / (S * J), 0.0),
+    comp = {"question": max((ms_q - ms_s - ms_j + ms_e) / (S * J), 0.0),
             "question_x_seed": max((ms_s - ms_e) / J, 0.0),
             "question_x_answer": max((ms_j - ms_e) / S, 0.0),
-            "residual": ms_e,
-            "seed": max(seed_means.var(ddof=1) - seed_noise, 0.0) if S > 1 else 0.0,
-            "Q": Q, "S": S, "J": J, "mean": float(d.mean())}
+            "residual": ms_e, "Q": Q, "S": S, "J": J, "mean": float(d.mean())}
+    # the seeds' main effect: the spread of the seeds' means beyond what the components that differ
+    # between seeds give them (question x seed and the rest; the question and the shared answers cancel)
+    seed_noise = (comp["question_x_seed"] + ms_e / J) / Q
+    comp["seed"] = max(float(d.mean(axis=(0, 2)).var(ddof=1)) - seed_noise, 0.0) if S > 1 else 0.0
+    return comp
 
 
 def simulate(comp: dict, delta: float, answers: int, worlds: int, n_boot: int, boot_seed: int,
