@@ -4,7 +4,7 @@ judge rates rubric following, so the BoN verdict must be "personalized", decided
 general baseline, decided. On 3 of 3 seeds, through the real DAG.
 
 Sizes: more RMs than the demo's 34 (49: its family with a third training-set size, 48 members, and
-length_only; the two cross-encoders, which cost most of a seed's time, are left out), on fewer
+length_only; the two cross-encoders, which cost most of a seed's time, are left out), on
 the demo's questions (QUESTIONS per subset), a smaller personalized benchmark and train split,
 BoN only. The
 policy is trained once, on the seed-0 world, and then named by path (`policies.demo_policy.path`):
