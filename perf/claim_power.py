@@ -22,7 +22,6 @@ The reward-rise side is not simulated: it is read from training logs, not from t
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +30,7 @@ import yaml
 
 from prbench.downstream.claim import holds
 from prbench.downstream.evaluation import paired_diff
+from prbench.io import read_jsonl
 from prbench.seeding import stable_seed
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,12 +40,10 @@ def read_d(run: Path, policy: str, rm: str) -> np.ndarray:
     """d[q, s, j]: trained minus base judge score of answer j of question q, training seed s."""
     root = run / "results" / "ppo" / policy / rm
     files = [root / "eval_judged.jsonl"] + sorted(root.glob("seed*/eval_judged.jsonl"))
-    per_seed = []
-    for f in files:
-        rows = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
-        per_seed.append({r["question_id"]: np.asarray(r["scores"], float) - np.asarray(r["base_scores"], float)
-                         for r in rows})
-    qs = sorted(set.intersection(*(set(p) for p in per_seed)))
+    per_seed = [{r["question_id"]: np.asarray(r["scores"], float) - np.asarray(r["base_scores"], float)
+                 for r in read_jsonl(f)} for f in files]
+    # the first seed file's order, as the claim table's bootstrap sees the questions
+    qs = [q for q in per_seed[0] if all(q in p for p in per_seed[1:])]
     return np.array([[p[q] for p in per_seed] for q in qs])
 
 
@@ -69,6 +67,15 @@ def components(d: np.ndarray) -> dict:
     return comp
 
 
+def pooled_diff(d: np.ndarray, n_boot: int, boot_seed: int) -> dict:
+    """The claim's pooled difference of d[q, s, j], as `paired_diff` computes it from the judged rows:
+    a row per (question, seed) with the seed's mean over answers and the base folded into d."""
+    Q, S, _ = d.shape
+    df = pd.DataFrame({"question_id": np.repeat(np.arange(Q), S), "score": d.mean(axis=2).ravel(),
+                       "base_score": 0.0})
+    return paired_diff(df, n_boot, boot_seed)
+
+
 def simulate(comp: dict, delta: float, answers: int, worlds: int, n_boot: int, boot_seed: int,
              rng: np.random.Generator) -> tuple[float, float]:
     """(share of worlds whose judge-score side holds, mean interval width) at `answers` per question."""
@@ -80,9 +87,7 @@ def simulate(comp: dict, delta: float, answers: int, worlds: int, n_boot: int, b
              + rng.normal(0, np.sqrt(comp["question_x_seed"]), (Q, S, 1))
              + rng.normal(0, np.sqrt(comp["question_x_answer"]), (Q, 1, J))
              + rng.normal(0, np.sqrt(comp["residual"]), (Q, S, J)))
-        df = pd.DataFrame({"question_id": np.repeat(np.arange(Q), S), "score": d.mean(axis=2).ravel(),
-                           "base_score": 0.0})
-        r = paired_diff(df, n_boot, boot_seed)
+        r = pooled_diff(d, n_boot, boot_seed)
         hits += holds(r["diff_ci_low"], 1.0)
         widths.append(r["diff_ci_high"] - r["diff_ci_low"])
     return hits / worlds, float(np.mean(widths))
@@ -103,8 +108,7 @@ def main() -> None:
                                                                             policy, rm)
     d = read_d(args.run, policy, rm)
     comp = components(d)
-    obs = paired_diff(pd.DataFrame({"question_id": np.repeat(np.arange(comp["Q"]), comp["S"]),
-                                    "score": d.mean(axis=2).ravel(), "base_score": 0.0}), n_boot, boot_seed)
+    obs = pooled_diff(d, n_boot, boot_seed)
     print(f"{args.run}: {comp['Q']} questions, {comp['S']} seeds, {comp['J']} answers; pooled difference "
           f"{obs['diff_base']:+.4f} [{obs['diff_ci_low']:+.4f}, {obs['diff_ci_high']:+.4f}] (width "
           f"{obs['diff_ci_high'] - obs['diff_ci_low']:.4f})")

@@ -56,3 +56,14 @@ def test_simulated_interval_width_matches_the_analytic_standard_error(answers):
              + TRUE["question_x_answer"] / answers + TRUE["residual"] / (3 * answers))
     assert width == pytest.approx(2 * 1.96 * np.sqrt(var_q / 90), rel=0.08)
     assert 0.0 <= share <= 0.15  # no true difference: the side rarely holds
+
+
+def test_read_d_keeps_the_judged_files_question_order(tmp_path):
+    """The bootstrap resamples questions by position: the claim table sees them in the first seed's
+    file order, so read_d keeps it (questions missing from a seed are left out)."""
+    root = tmp_path / "results" / "ppo" / "p" / "r"
+    for sub, qs in (("", ["q9", "q1", "q5"]), ("seed1", ["q5", "q1", "q9", "q7"])):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+        rows = [{"question_id": q, "scores": [int(q[1:])], "base_scores": [0]} for q in qs]
+        (root / sub / "eval_judged.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert cp.read_d(tmp_path, "p", "r")[:, 0, 0].tolist() == [9, 1, 5]
