@@ -1,21 +1,26 @@
 """Size and power of the demo's PPO claim (its judge-score side) for a number of answers per question.
 
 The claim's first criterion (prbench.downstream.claim) is a paired difference: per question the mean
-over training seeds of the trained policy's answers' judge scores minus the base policy's, with a
-percentile bootstrap over questions (prbench.downstream.evaluation.paired_diff). Sample j of a question
-draws the same noise for the base and every trained policy, so the base's j-th answer is shared by all
-seeds: more seeds do not average its noise away, more answers do.
+over training seeds of the trained policy's answers' judge scores minus the base policy's, with an
+interval that counts the questions and the training seeds (`pooled_judge_diff`: the two-way ANOVA's
+variance of a grand mean, Satterthwaite's degrees). Sample j of a question draws the same noise for
+the base and every trained policy, so the base's j-th answer is shared by all seeds: more seeds do not
+average its noise away, more answers do. `--rule questions` decides with the interval the claim used
+before, the method table's percentile bootstrap over questions only (`paired_diff`), which leaves the
+seeds' own spread out.
 
 This script reads a finished demo's judged answers of the claim's RM (every training seed), estimates
 the variance components of d[q, s, j] = trained score - base score (question, question x seed, question
 x answer shared by the seeds, the rest; a random-effects ANOVA on the crossed seeds x answers design
 within each question, plus the seeds' main effect), then simulates worlds at that level (questions,
 seeds, answers; normal components) with a true difference `delta`, and decides each world with the
-claim's own functions (`paired_diff` with the config's bootstrap and seed, then `holds` on its lower
-end). It prints, for each number of answers per question, the share of worlds in which the judge-score
-side holds: at delta 0 that is its size (nominal 0.025, one-sided), above 0 its power.
+claim's own functions (`pooled_judge_diff`, then `holds` on its lower end). It prints, for each number
+of answers per question, the share of worlds in which the judge-score side holds: at delta 0 that is
+its size (nominal 0.025, one-sided), above 0 its power. `--seed-var` replaces the estimated variance
+of the seeds' main effect (each seed's own gain), to see the rule's size where seeds differ more.
 
-    .venv/bin/python perf/claim_power.py <demo run folder> [--worlds 400] [--deltas 0 0.02 0.037]
+    .venv/bin/python perf/claim_power.py <demo run folder> [--worlds 4000] [--deltas 0 0.02 0.037] \
+        [--seed-var 0 0.0003] [--rule crossed|questions]
 
 The reward-rise side is not simulated: it is read from training logs, not from the evaluation's answers.
 """
@@ -28,7 +33,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from prbench.downstream.claim import holds
+from prbench.downstream.claim import holds, pooled_judge_diff
 from prbench.downstream.evaluation import paired_diff
 from prbench.io import read_jsonl
 from prbench.seeding import stable_seed
@@ -67,17 +72,20 @@ def components(d: np.ndarray) -> dict:
     return comp
 
 
-def pooled_diff(d: np.ndarray, n_boot: int, boot_seed: int) -> dict:
-    """The claim's pooled difference of d[q, s, j], as `paired_diff` computes it from the judged rows:
-    a row per (question, seed) with the seed's mean over answers and the base folded into d."""
+def pooled_diff(d: np.ndarray, n_boot: int, boot_seed: int, rule: str = "crossed") -> dict:
+    """The claim's pooled difference of d[q, s, j] (the seed's mean over answers, the base folded into d):
+    `crossed`, the claim's `pooled_judge_diff` on the questions x seeds table; `questions`, the
+    method table's bootstrap over questions (`paired_diff`, rows per (question, seed))."""
     Q, S, _ = d.shape
+    if rule == "crossed":
+        return pooled_judge_diff(pd.DataFrame(d.mean(axis=2)))
     df = pd.DataFrame({"question_id": np.repeat(np.arange(Q), S), "score": d.mean(axis=2).ravel(),
                        "base_score": 0.0})
     return paired_diff(df, n_boot, boot_seed)
 
 
 def simulate(comp: dict, delta: float, answers: int, worlds: int, n_boot: int, boot_seed: int,
-             rng: np.random.Generator) -> tuple[float, float]:
+             rng: np.random.Generator, rule: str = "crossed") -> tuple[float, float]:
     """(share of worlds whose judge-score side holds, mean interval width) at `answers` per question."""
     Q, S, J = comp["Q"], comp["S"], answers
     hits, widths = 0, []
@@ -87,7 +95,7 @@ def simulate(comp: dict, delta: float, answers: int, worlds: int, n_boot: int, b
              + rng.normal(0, np.sqrt(comp["question_x_seed"]), (Q, S, 1))
              + rng.normal(0, np.sqrt(comp["question_x_answer"]), (Q, 1, J))
              + rng.normal(0, np.sqrt(comp["residual"]), (Q, S, J)))
-        r = pooled_diff(d, n_boot, boot_seed)
+        r = pooled_diff(d, n_boot, boot_seed, rule)
         hits += holds(r["diff_ci_low"], 1.0)
         widths.append(r["diff_ci_high"] - r["diff_ci_low"])
     return hits / worlds, float(np.mean(widths))
@@ -100,6 +108,9 @@ def main() -> None:
     ap.add_argument("--worlds", type=int, default=400)
     ap.add_argument("--answers", type=int, nargs="+", default=[4, 6, 8, 12, 16])
     ap.add_argument("--deltas", type=float, nargs="+", default=[0.0, 0.02, 0.037])
+    ap.add_argument("--seed-var", type=float, nargs="+", default=None,
+                    help="variances of the seeds' main effect to simulate instead of the estimated one")
+    ap.add_argument("--rule", choices=["crossed", "questions"], default="crossed")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     cfg = yaml.safe_load(args.config.read_text())
@@ -108,18 +119,21 @@ def main() -> None:
                                                                             policy, rm)
     d = read_d(args.run, policy, rm)
     comp = components(d)
-    obs = pooled_diff(d, n_boot, boot_seed)
+    obs = pooled_diff(d, n_boot, boot_seed, args.rule)
     print(f"{args.run}: {comp['Q']} questions, {comp['S']} seeds, {comp['J']} answers; pooled difference "
           f"{obs['diff_base']:+.4f} [{obs['diff_ci_low']:+.4f}, {obs['diff_ci_high']:+.4f}] (width "
           f"{obs['diff_ci_high'] - obs['diff_ci_low']:.4f})")
     names = ("question", "question_x_seed", "question_x_answer", "residual", "seed")
     print("variance components: " + ", ".join(f"{k} {comp[k]:.5f}" for k in names))
     rng = np.random.default_rng(args.seed)
-    print(f"\nshare of {args.worlds} simulated worlds whose judge-score side holds (mean 95% interval width)")
-    print("answers | " + " | ".join(f"delta {x:+.3f}" for x in args.deltas))
-    for j in args.answers:
-        cells = [simulate(comp, x, j, args.worlds, n_boot, boot_seed, rng) for x in args.deltas]
-        print(f"{j} | " + " | ".join(f"{p:.3f} ({w:.4f})" for p, w in cells))
+    for seed_var in args.seed_var if args.seed_var is not None else [comp["seed"]]:
+        world = dict(comp, seed=seed_var)
+        print(f"\nrule {args.rule}, seeds' main effect {seed_var:.5f}: share of {args.worlds} simulated worlds "
+              f"whose judge-score side holds (mean 95% interval width)")
+        print("answers | " + " | ".join(f"delta {x:+.3f}" for x in args.deltas))
+        for j in args.answers:
+            cells = [simulate(world, x, j, args.worlds, n_boot, boot_seed, rng, args.rule) for x in args.deltas]
+            print(f"{j} | " + " | ".join(f"{p:.3f} ({w:.4f})" for p, w in cells))
 
 
 if __name__ == "__main__":

@@ -1,21 +1,16 @@
 """PPO's learning across training seeds, as the demo's claim table decides it (prbench.downstream.claim,
 tables/ppo_claim.csv; perf/ppo_tune/README.md, "PPO's learning across training seeds"): per seed and pooled, the
-judge-score difference to the base policy (per question the mean over seeds, a bootstrap over
-questions) and the reward rise over the seeds' logs.
+judge-score difference to the base policy (per question the mean over seeds; its interval counts
+the questions and the seeds' spread) and the reward rise, each seed's and pooled over the seeds.
 
     python perf/ppo_seeds.py results/ppo_tune/ppo/constant16_s0 results/ppo_tune/ppo/constant16_s0_seed1 ...
 
-Each folder is a `perf/ppo_tune/sweep.py run` output (eval_model.jsonl, train_log.csv); the bootstrap
-seed is the table's (stable_seed(seed, "ppo-table-diff", policy, rm)) with the demo's config seed.
+Each folder is a `perf/ppo_tune/sweep.py run` output (eval_model.jsonl, train_log.csv).
 """
 import argparse
 from pathlib import Path
 
-import yaml
-
 from prbench.downstream.claim import claim_rows
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
@@ -24,11 +19,9 @@ def main() -> None:
     ap.add_argument("--rm", default="pers_profile")
     ap.add_argument("--policy", default="demo_policy")
     args = ap.parse_args()
-    cfg = yaml.safe_load((REPO / "configs/demo.yaml").read_text())
-    n_boot, seed = cfg["ppo"].get("bootstrap", 1000), cfg.get("seed", 0)
     judged = {r: [Path(run) / "eval_model.jsonl"] for r, run in enumerate(args.runs)}
     logs = {r: [Path(run) / "train_log.csv"] for r, run in enumerate(args.runs)}
-    t = claim_rows(judged, logs, args.policy, args.rm, n_boot, seed)  # the demo's claim table, per run folder
+    t = claim_rows(judged, logs, args.policy, args.rm)  # the demo's claim table, per run folder
     names = [Path(run).name for run in args.runs] + [f"pooled ({len(args.runs)} seeds)"]
     print("run | diff to base [95% CI] | reward rise [95% CI]")
     for name, row in zip(names, t.itertuples()):

@@ -193,8 +193,6 @@ rule claim_table:
     params:
         runs=lambda wc: [list(run) for run in claim_runs(wc.method)],  # policy, rm, subset, replicate
         training_seeds=lambda wc: {k: replicate_seed(wc.method, k) for k in replicates(wc.method, claim_rm(wc.method))},
-        bootstrap=lambda wc: config[wc.method]["bootstrap"],
-        seed=SEED,
     script:
         "../workflow_scripts/claim_table.py"
 

@@ -1,6 +1,8 @@
 """The learning claim fixed in the config (`ppo.claim`, `grpo.claim`; prbench.downstream.claim): the
 claim's RM gets claim.seeds training seeds and the other RMs `seeds`; tables/<method>_claim.csv gives
-each seed's estimates and the pooled row the criterion is decided on, equal to the method table's row."""
+each seed's estimates and the pooled row the criterion is decided on, whose intervals count the
+training seeds as a random factor (checked against statsmodels' ANOVA, scipy's t tests, and their
+coverage in worlds whose seeds differ)."""
 import copy
 
 import numpy as np
@@ -14,9 +16,9 @@ from test_seeds import _judged
 
 from prbench.config import ConfigError
 from prbench.downstream import claim_seeds
-from prbench.downstream.claim import claim_rows, holds, write_claim_table
-from prbench.downstream.evaluation import paired_diff, policy_table_rows
-from prbench.downstream.reward_rise import reward_rise
+from prbench.downstream.claim import claim_rows, holds, pooled_judge_diff, pooled_rise, write_claim_table
+from prbench.downstream.evaluation import policy_table_rows
+from prbench.downstream.reward_rise import reward_rise, reward_rise_moments
 from prbench.io import read_jsonl
 from prbench.seeding import replicate_seed, stable_seed
 from prbench.validation import check_config
@@ -48,49 +50,107 @@ def _seed_files(tmp_path, rng, n_seeds=3, n_q=40, gain=0.3, rise=0.8):
     return judged, logs
 
 
-def test_claim_rows_per_seed_and_pooled_equal_the_method_table(tmp_path):
+def test_claim_rows_per_seed_and_pooled(tmp_path):
     judged, logs = _seed_files(tmp_path, np.random.default_rng(5))
-    t = claim_rows(judged, logs, "pol", "rm", 300, 7, training_seeds={r: replicate_seed(7, "ppo-seed", r)
-                                                                     for r in judged})
+    t = claim_rows(judged, logs, "pol", "rm", training_seeds={r: replicate_seed(7, "ppo-seed", r) for r in judged})
     assert t["seed"].tolist() == ["0", "1", "2", "pooled"]
     assert t["training_seed"].tolist()[:3] == [7, stable_seed(7, "ppo-seed", 1), stable_seed(7, "ppo-seed", 2)]
-    boot = stable_seed(7, "ppo-table-diff", "pol", "rm")
     for r in range(3):
         row = t.iloc[r]
-        d = paired_diff(pd.DataFrame(read_jsonl(judged[r][0])), 300, boot)
-        assert (row.diff_base, row.diff_ci_low, row.diff_ci_high) == pytest.approx(
-            (d["diff_base"], d["diff_ci_low"], d["diff_ci_high"]))
+        one = pd.DataFrame(read_jsonl(judged[r][0]))
+        diffs = (one.score - one.base_score).dropna()  # an unscored answer is left out, never 0
+        assert len(diffs) == 39 and row.n_questions == 40
+        ci = sps.ttest_1samp(diffs, 0.0).confidence_interval(0.95)  # one seed: the paired t interval
+        assert (row.diff_base, row.diff_ci_low, row.diff_ci_high) == pytest.approx((diffs.mean(), ci.low, ci.high))
         assert (row.reward_rise, row.reward_rise_ci_low, row.reward_rise_ci_high) == pytest.approx(
             reward_rise(logs[r]))
         assert pd.isna(row.holds)  # a seed's row reports; the pooled row decides
-    # the seed's diff by hand: the mean over the scored questions of (trained - base)
-    one = pd.DataFrame(read_jsonl(judged[1][0]))
-    ok = one["score"].notna()
-    assert t.iloc[1].diff_base == pytest.approx((one.score[ok] - one.base_score[ok]).mean())
-    # pooled = the method table's `all` row for this RM (the same functions and bootstrap seed)
+    # pooled: the method table's `all` estimate (per question the mean over the seeds that scored it)
     table = policy_table_rows({("pol", "rm", r): judged[r] for r in judged}, 300, 7,
                               train_logs={("pol", "rm", r): {"": logs[r][0]} for r in logs})
     all_row = table[table.subset == "all"].iloc[0]
     pooled = t.iloc[3]
-    for col in ["diff_base", "diff_ci_low", "diff_ci_high", "reward_rise", "reward_rise_ci_low",
-                "reward_rise_ci_high"]:
-        assert pooled[col] == pytest.approx(all_row[col], rel=1e-12), col
+    assert pooled.diff_base == pytest.approx(all_row.diff_base, rel=1e-12)
     assert pooled.n_questions == all_row.n_questions == 40
-    # the pooled reward rise against scipy over every seed's listed rollouts is in test_policy_diff; here
-    # the claim holds: both pooled lower ends are above 0
+    assert pooled.reward_rise == pytest.approx(np.mean([reward_rise(logs[r])[0] for r in range(3)]))
     assert pooled.diff_ci_low > 0 and pooled.reward_rise_ci_low > 0 and bool(pooled.holds)
+
+
+def _anova_interval(y: np.ndarray):
+    """The pooled judge-score interval of a complete questions x seeds table, from statsmodels' two-way
+    ANOVA (questions and seeds as factors, no interaction): the questions' part plus the seeds' main
+    effect, Satterthwaite's degrees."""
+    import statsmodels.api as sm
+    from statsmodels.formula.api import ols
+
+    Q, S = y.shape
+    df = pd.DataFrame({"y": y.ravel(), "q": np.repeat(np.arange(Q), S), "s": np.tile(np.arange(S), Q)})
+    aov = sm.stats.anova_lm(ols("y ~ C(q) + C(s)", data=df).fit())
+    ms = aov["sum_sq"] / aov["df"]
+    ms_q, ms_s, ms_r = ms["C(q)"], ms["C(s)"], ms["Residual"]
+    parts = [(ms_q / (Q * S), Q - 1), (ms_s / (Q * S), S - 1), (-ms_r / (Q * S), (Q - 1) * (S - 1))]
+    var = sum(v for v, _ in parts)
+    dof = var ** 2 / sum(v ** 2 / d for v, d in parts)
+    half = sps.t.ppf(0.975, dof) * np.sqrt(var)
+    return y.mean() - half, y.mean() + half
+
+
+@pytest.mark.parametrize("seed_sd", [0.0, 0.15])
+def test_pooled_judge_interval_is_the_two_way_anova_one(seed_sd):
+    rng = np.random.default_rng(11)
+    y = (rng.normal(0, 0.2, (30, 1)) + rng.normal(0, seed_sd, (1, 3)) + rng.normal(0.05, 0.3, (30, 3)))
+    got = pooled_judge_diff(pd.DataFrame(y))
+    low, high = _anova_interval(y)
+    assert (got["diff_base"], got["diff_ci_low"], got["diff_ci_high"]) == pytest.approx((y.mean(), low, high))
+    if seed_sd:  # the seeds' spread widens the interval past the questions-only t interval
+        q_only = sps.ttest_1samp(y.mean(axis=1), 0.0).confidence_interval(0.95)
+        assert got["diff_ci_high"] - got["diff_ci_low"] > 1.5 * (q_only.high - q_only.low)
+
+
+def test_pooled_intervals_cover_in_worlds_whose_seeds_differ():
+    """Simulated at the level the data are made: questions shared by the seeds (their base answers), a
+    training seed's own gain (its main effect), and noise per question and seed. The questions-only
+    interval (what the table's bootstrap gives) misses the true gain far more often than 5% when the
+    seeds' gains differ; the claim's pooled intervals stay near their level, both sides."""
+    rng = np.random.default_rng(12)
+    worlds, Q, S, delta = 2000, 60, 3, 0.03
+    miss, miss_q, miss_rise = 0, 0, 0
+    for _ in range(worlds):
+        y = (delta + rng.normal(0, 0.15, (Q, 1)) + rng.normal(0, 0.03, (1, S)) + rng.normal(0, 0.1, (Q, S)))
+        d = pooled_judge_diff(pd.DataFrame(y))
+        miss += not d["diff_ci_low"] < delta < d["diff_ci_high"]
+        q_only = sps.ttest_1samp(y.mean(axis=1), 0.0).confidence_interval(0.95)
+        miss_q += not q_only.low < delta < q_only.high
+        # the reward side: each seed's rise with its Welch error (200 degrees), the seeds' own rises spread
+        se = rng.uniform(0.05, 0.1, S)
+        rises = [(delta + g + rng.normal(0, s), s, 200.0) for g, s in zip(rng.normal(0, 0.1, S), se)]
+        est, lo, hi = pooled_rise(rises)
+        miss_rise += not lo < delta < hi
+    print(f"missed: pooled {miss}, questions only {miss_q}, reward side {miss_rise} of {worlds}")
+    mc = 3 * np.sqrt(0.05 * 0.95 / worlds)
+    assert miss / worlds <= 0.05 + mc and miss_rise / worlds <= 0.05 + mc, (miss, miss_rise)
+    assert miss_q / worlds > 0.1, miss_q
+
+
+def test_pooled_rise_is_the_t_interval_over_the_seeds_rises():
+    rises = [(0.30, 0.10, 100.0), (0.25, 0.12, 80.0), (0.33, 0.09, 120.0)]
+    ci = sps.ttest_1samp([0.30, 0.25, 0.33], 0.0).confidence_interval(0.95)
+    assert pooled_rise(rises) == pytest.approx((np.mean([0.30, 0.25, 0.33]), ci.low, ci.high))
+    assert all(np.isnan(pooled_rise([(0.3, 0.1, 50.0), (float("nan"), float("nan"), float("nan"))])))
+    # one seed: its own Welch interval
+    assert pooled_rise(rises[:1]) == pytest.approx((0.30, *(0.30 + np.array([-1, 1]) * sps.t.ppf(0.975, 100) * 0.1)))
 
 
 def test_claim_fails_when_the_reward_does_not_rise(tmp_path):
     judged, logs = _seed_files(tmp_path, np.random.default_rng(6), rise=0.0)
-    pooled = claim_rows(judged, logs, "pol", "rm", 300, 0).iloc[-1]
+    pooled = claim_rows(judged, logs, "pol", "rm").iloc[-1]
     assert pooled.diff_ci_low > 0 and pooled.reward_rise_ci_low <= 0
     assert not pooled.holds
 
 
 def test_claim_fails_when_the_judge_score_does_not_move(tmp_path):
     judged, logs = _seed_files(tmp_path, np.random.default_rng(7), gain=0.0)
-    pooled = claim_rows(judged, logs, "pol", "rm", 300, 0).iloc[-1]
+    pooled = claim_rows(judged, logs, "pol", "rm").iloc[-1]
     assert pooled.diff_ci_low <= 0 < pooled.reward_rise_ci_low
     assert not pooled.holds
 
@@ -99,28 +159,30 @@ def test_write_claim_table_groups_runs_and_names_a_missing_seed(tmp_path):
     judged, logs = _seed_files(tmp_path, np.random.default_rng(8))
     runs = [["pol", "rm", "", r] for r in range(3)]
     out = tmp_path / "ppo_claim.csv"
-    df = write_claim_table(runs, [judged[r][0] for r in range(3)], [logs[r][0] for r in range(3)], str(out), 200, 0)
+    df = write_claim_table(runs, [judged[r][0] for r in range(3)], [logs[r][0] for r in range(3)], str(out))
     back = pd.read_csv(out, dtype={"seed": str})
     assert back["seed"].tolist() == ["0", "1", "2", "pooled"]
     assert back["holds"].isna().sum() == 3 and back["holds"].iloc[-1] == df["holds"].iloc[-1]
     with pytest.raises(ValueError, match=r"pol/rm: judged answers for seeds \[0, 1\] but training logs for \[0\]"):
-        claim_rows({0: judged[0], 1: judged[1]}, {0: logs[0]}, "pol", "rm", 100, 0)
+        claim_rows({0: judged[0], 1: judged[1]}, {0: logs[0]}, "pol", "rm")
 
 
-def test_pooled_rise_is_welch_over_all_seeds_rollouts(tmp_path):
-    """The pooled interval is scipy's Welch interval over the seeds' listed first- and last-quarter rollouts."""
+def test_pooled_rise_reads_each_seeds_welch_moments(tmp_path):
+    """The pooled reward side is built from each seed's rise and Welch error (`reward_rise_moments`), which
+    are scipy's Welch test over the seed's listed first- and last-quarter rollouts."""
     rng = np.random.default_rng(9)
-    logs, firsts, lasts = {}, [], []
+    logs, moments = {}, []
     for r in range(3):
         per_step = [rng.normal(0.05 * s, 1.0, 16) for s in range(8)]
         logs[r] = [_rollout_log(tmp_path / f"l{r}.csv", per_step)]
-        firsts += per_step[:2]
-        lasts += per_step[-2:]
+        res = sps.ttest_ind(np.concatenate(per_step[-2:]), np.concatenate(per_step[:2]), equal_var=False)
+        rise, se, dof = reward_rise_moments(logs[r])
+        assert (se, dof) == pytest.approx((rise / res.statistic, res.df))
+        moments.append((rise, se, dof))
     judged, _ = _seed_files(tmp_path / "..", rng)
-    t = claim_rows(judged, logs, "pol", "rm", 100, 0)
-    a, b = np.concatenate(firsts), np.concatenate(lasts)
-    ci = sps.ttest_ind(b, a, equal_var=False).confidence_interval(0.95)
-    assert (t.iloc[-1].reward_rise_ci_low, t.iloc[-1].reward_rise_ci_high) == pytest.approx((ci.low, ci.high))
+    t = claim_rows(judged, logs, "pol", "rm")
+    assert tuple(t.iloc[-1][["reward_rise", "reward_rise_ci_low", "reward_rise_ci_high"]]) == pytest.approx(
+        pooled_rise(moments))
 
 
 def test_a_claim_names_one_of_the_methods_rms():

@@ -49,13 +49,19 @@ def test_read_d_pairs_each_seed_with_the_base_answers(tmp_path):
 
 @pytest.mark.parametrize("answers", [4, 16])
 def test_simulated_interval_width_matches_the_analytic_standard_error(answers):
+    """The questions-only bootstrap's width is the design's analytic standard error without a seeds' main
+    effect; the claim's crossed interval is wider (it estimates the seeds' part with seeds - 1 degrees)."""
     comp = dict(TRUE, Q=90, S=3, J=4)
-    share, width = cp.simulate(comp, 0.0, answers, worlds=60, n_boot=500, boot_seed=3,
-                               rng=np.random.default_rng(answers))
     var_q = (TRUE["question"] + TRUE["question_x_seed"] / 3
              + TRUE["question_x_answer"] / answers + TRUE["residual"] / (3 * answers))
-    assert width == pytest.approx(2 * 1.96 * np.sqrt(var_q / 90), rel=0.08)
+    analytic = 2 * 1.96 * np.sqrt(var_q / 90)
+    share, width = cp.simulate(comp, 0.0, answers, worlds=60, n_boot=500, boot_seed=3,
+                               rng=np.random.default_rng(answers), rule="questions")
+    assert width == pytest.approx(analytic, rel=0.08)
     assert 0.0 <= share <= 0.15  # no true difference: the side rarely holds
+    share, width = cp.simulate(comp, 0.0, answers, worlds=200, n_boot=0, boot_seed=3,
+                               rng=np.random.default_rng(answers))
+    assert analytic < width < 1.4 * analytic and share <= 0.06
 
 
 def test_read_d_keeps_the_judged_files_question_order(tmp_path):

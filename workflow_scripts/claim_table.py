@@ -8,6 +8,5 @@ from prbench.downstream.claim import write_claim_table
 
 sm = snakemake
 df = write_claim_table(sm.params.runs, list(sm.input.judged), list(sm.input.train_logs), sm.output[0],
-                       n_boot=sm.params.bootstrap, seed=sm.params.seed,
                        training_seeds={int(k): int(v) for k, v in sm.params.training_seeds.items()})
 log.info("%s:\n%s", sm.output[0], df.to_string(index=False))

@@ -76,30 +76,50 @@ def log_rewards(path: str | Path) -> np.ndarray:
     return log_steps(path)[REWARD].to_numpy()
 
 
-def welch_from_stats(m1: float, v1: float, n1: float, m2: float, v2: float, n2: float,
-                     ci: float = 0.95) -> tuple[float, float, float]:
-    """(m2 - m1, low, high): Welch's t interval from two samples' means, variances (ddof 1) and sizes."""
+def welch_moments(m1: float, v1: float, n1: float, m2: float, v2: float, n2: float) -> tuple[float, float, float]:
+    """(m2 - m1, its standard error, Welch-Satterthwaite degrees of freedom) from two samples' means,
+    variances (ddof 1) and sizes; the error NaN below 2 per sample, the degrees infinite at error 0."""
     diff = float(m2 - m1)
     if n1 < 2 or n2 < 2:
         return diff, float("nan"), float("nan")
     a, b = v1 / n1, v2 / n2
     se = math.sqrt(a + b)
     if se == 0.0:
-        return diff, diff, diff
-    dof = (a + b) ** 2 / (a ** 2 / (n1 - 1) + b ** 2 / (n2 - 1))
+        return diff, 0.0, math.inf
+    return diff, se, (a + b) ** 2 / (a ** 2 / (n1 - 1) + b ** 2 / (n2 - 1))
+
+
+def t_interval(est: float, se: float, dof: float, ci: float = 0.95) -> tuple[float, float, float]:
+    """(est, low, high): est -+ Student's t quantile at `ci` with `dof` degrees times `se`; NaN ends for
+    a NaN error, the point at error 0."""
+    if not math.isfinite(se):
+        return est, float("nan"), float("nan")
+    if se == 0.0:
+        return est, est, est
     from scipy import stats as sps  # here, not at import: the rules import this package at every parse
 
     half = float(sps.t.ppf(0.5 + ci / 2.0, dof)) * se
-    return diff, diff - half, diff + half
+    return est, est - half, est + half
+
+
+def welch_from_stats(m1: float, v1: float, n1: float, m2: float, v2: float, n2: float,
+                     ci: float = 0.95) -> tuple[float, float, float]:
+    """(m2 - m1, low, high): Welch's t interval from two samples' means, variances (ddof 1) and sizes."""
+    return t_interval(*welch_moments(m1, v1, n1, m2, v2, n2), ci)
 
 
 def welch_interval(first: np.ndarray, last: np.ndarray, ci: float = 0.95) -> tuple[float, float, float]:
     """(mean(last) - mean(first), low, high): Welch's t interval at `ci`, each value one draw."""
+    return t_interval(*_welch_arrays(first, last), ci)
+
+
+def _welch_arrays(first: np.ndarray, last: np.ndarray) -> tuple[float, float, float]:
+    """`welch_moments` of two arrays, each value one draw (all NaN when either is empty)."""
     first, last = np.asarray(first, dtype=float), np.asarray(last, dtype=float)
     if not (len(first) and len(last)):
         return float("nan"), float("nan"), float("nan")
     var = [float(x.var(ddof=1)) if len(x) > 1 else float("nan") for x in (first, last)]
-    return welch_from_stats(float(first.mean()), var[0], len(first), float(last.mean()), var[1], len(last), ci)
+    return welch_moments(float(first.mean()), var[0], len(first), float(last.mean()), var[1], len(last))
 
 
 def rollout_moments(steps: pd.DataFrame) -> tuple[float, float, float]:
@@ -132,6 +152,11 @@ def reward_change(steps: pd.DataFrame) -> np.ndarray:
 
 def reward_rise(logs: Iterable[str | Path], ci: float = 0.95) -> tuple[float, float, float]:
     """(rise, low, high) over one or more train_log.csv files, pooled as the module docstring says."""
+    return t_interval(*reward_rise_moments(logs), ci)
+
+
+def reward_rise_moments(logs: Iterable[str | Path]) -> tuple[float, float, float]:
+    """(rise, standard error, Welch degrees of freedom) of `reward_rise`."""
     paths = [str(p) for p in logs]
     firsts, lasts = [], []
     for path in paths:
@@ -143,10 +168,10 @@ def reward_rise(logs: Iterable[str | Path], ci: float = 0.95) -> tuple[float, fl
     if first.empty or last.empty:
         return float("nan"), float("nan"), float("nan")
     if has_spread(first) and has_spread(last):
-        return welch_from_stats(*rollout_moments(first), *rollout_moments(last), ci)
+        return welch_moments(*rollout_moments(first), *rollout_moments(last))
     log.warning("training log(s) %s lack the rollouts' reward spread (reward_sd, reward_n: logs from before "
                 "it was logged): the reward rise's interval is over the step means instead", ", ".join(paths))
-    return welch_interval(first[REWARD].to_numpy(), last[REWARD].to_numpy(), ci)
+    return _welch_arrays(first[REWARD].to_numpy(), last[REWARD].to_numpy())
 
 
 def reward_rise_rows(train_logs: dict[tuple, dict[str, str | Path]], all_label: str = "all",
