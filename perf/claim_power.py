@@ -19,7 +19,7 @@ of answers per question, the share of worlds in which the judge-score side holds
 its size (nominal 0.025, one-sided), above 0 its power. `--seed-var` replaces the estimated variance
 of the seeds' main effect (each seed's own gain), to see the rule's size where seeds differ more.
 
-    .venv/bin/python perf/claim_power.py <demo run folder> [--worlds 4000] [--deltas 0 0.02 0.037] \
+    .venv/bin/python perf/claim_power.py <demo run folder> [--worlds 400] [--deltas 0 0.02 0.037] \
         [--seed-var 0 0.0003] [--rule crossed|questions]
 
 The reward-rise side is not simulated: it is read from training logs, not from the evaluation's answers.

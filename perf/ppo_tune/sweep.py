@@ -280,10 +280,8 @@ def pool(row: dict, seeds: list[int]):
                if not os.path.exists(f"{d}/{f}")]
     if missing:
         sys.exit(f"sweep: no finished run for {', '.join(missing)} (run `sweep.py run {row['name']} --seed S` first)")
-    config = yaml.safe_load((REPO / "configs/demo.yaml").read_text())
     return claim_rows({i: [f"{d}/eval_model.jsonl"] for i, d in dirs.items()},
-                      {i: [f"{d}/train_log.csv"] for i, d in dirs.items()}, POLICY, rm,
-                      config[row["method"]].get("bootstrap", 1000), config["seed"], dict(enumerate(seeds)))
+                      {i: [f"{d}/train_log.csv"] for i, d in dirs.items()}, POLICY, rm, dict(enumerate(seeds)))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -15,7 +15,8 @@ questions crossed with seeds in which the base answers (and with them much of a 
 are the same for every seed. Its variance is the two-way random-effects ANOVA's for a grand mean,
 (MS_question + MS_seed - MS_residual) / (questions x seeds): the spread of each question's mean over
 the seeds, over the number of questions (what a bootstrap over questions gives), plus the seeds' main
-effect over the number of seeds, unbiased (not cut at 0), with Satterthwaite's degrees of freedom.
+effect over the number of seeds, left out where its estimate is below 0 (so the interval is never
+narrower than the questions-only one), with Satterthwaite's degrees of freedom (at least seeds - 1).
 The reward side shares nothing between seeds (each trains on its own rollouts), so its interval is
 the one-sample t interval over the seeds' rises (seeds - 1 degrees). Both are Student t intervals;
 one seed gives the paired t interval over questions and the seed's Welch interval.
@@ -29,6 +30,7 @@ seeds' rises (the table pools every seed's rollouts).
 """
 from __future__ import annotations
 
+import logging
 import math
 from typing import Mapping, Sequence
 
@@ -38,6 +40,8 @@ import pandas as pd
 from ..io import write_csv
 from .evaluation import read_judged
 from .reward_rise import reward_rise_moments, t_interval
+
+log = logging.getLogger("prbench.downstream.claim")
 
 POOLED = "pooled"
 CLAIM_COLUMNS = ["policy", "rm", "seed", "training_seed", "n_questions", "diff_base", "diff_ci_low",
@@ -64,16 +68,18 @@ def pooled_judge_diff(y: pd.DataFrame, ci: float = 0.95) -> dict:
     parts = [(float(per_q.var(ddof=1)) / n_q, n_q - 1)]  # (variance term, its degrees of freedom)
     full = y.dropna().to_numpy()
     n_c = len(full)
-    if n_s > 1 and n_c > 1:
+    if n_s > 1 and n_c < 2:
+        log.warning("%d training seeds but %d question(s) scored by every seed: the seeds' main effect cannot "
+                    "be estimated, and the pooled interval counts the questions only", n_s, n_c)
+    elif n_s > 1:
         rows, cols, grand = full.mean(axis=1), full.mean(axis=0), full.mean()
         ms_seed = n_c * float(cols.var(ddof=1))
         ms_res = float(((full - rows[:, None] - cols[None, :] + grand) ** 2).sum()) / ((n_c - 1) * (n_s - 1))
-        # the seeds' main effect, (ms_seed - ms_res) / n_c, over n_s seeds: unbiased, so not cut at 0
-        parts += [(ms_seed / (n_c * n_s), n_s - 1), (-ms_res / (n_c * n_s), (n_c - 1) * (n_s - 1))]
-    if sum(v for v, _ in parts) <= 0:  # residual noise above both factors' (rare): the questions' part alone
-        parts = parts[:1]
+        if ms_seed > ms_res:  # the seeds' main effect, (ms_seed - ms_res) / n_c, over n_s seeds; none below 0
+            parts += [(ms_seed / (n_c * n_s), n_s - 1), (-ms_res / (n_c * n_s), (n_c - 1) * (n_s - 1))]
     var = sum(v for v, _ in parts)
-    dof = var ** 2 / sum(v ** 2 / d for v, d in parts) if var > 0 else math.inf
+    # Satterthwaite's degrees, at least those of the seeds' part (its negative term can push them lower)
+    dof = max(var ** 2 / sum(v ** 2 / d for v, d in parts), float(min(d for _, d in parts))) if var > 0 else math.inf
     _, lo, hi = t_interval(est, math.sqrt(var), dof, ci)
     return {"diff_base": est, "diff_ci_low": lo, "diff_ci_high": hi}
 
