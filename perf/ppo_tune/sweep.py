@@ -240,7 +240,7 @@ def run(row: dict, seed: int | None, snap: int, eval_samples: int | None, out_cs
                     "results/data/judge_keys/personalized.jsonl", dict(eval_p["judge"]), eval_p["cache"], judged,
                     ev, eval_p["seed"])
         df = pd.DataFrame(read_jsonl(judged))
-        diff = paired_diff(df, n_boot, stable_seed(eval_p["seed"], "ppo-table-diff", POLICY, rm))  # as both tables
+        diff = paired_diff(df, n_boot, stable_seed(eval_p["seed"], "ppo-table-diff", POLICY, rm))  # as tables/ppo.csv
         final = model.name == "model"
         results.append(dict(row, snapshot="" if final else model.name, seed=seed, evaluation=evaluation,
                             answers=ev.get("eval_samples", 1), mean=df["score"].mean(),
