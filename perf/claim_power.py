@@ -47,7 +47,7 @@ def read_d(run: Path, policy: str, rm: str) -> np.ndarray:
     files = [root / "eval_judged.jsonl"] + sorted(root.glob("seed*/eval_judged.jsonl"))
     per_seed = [{r["question_id"]: np.asarray(r["scores"], float) - np.asarray(r["base_scores"], float)
                  for r in read_jsonl(f)} for f in files]
-    # the first seed file's order, as the claim table's bootstrap sees the questions
+    # the first seed file's order, as the method table's bootstrap (`--rule questions`) sees the questions
     qs = [q for q in per_seed[0] if all(q in p for p in per_seed[1:])]
     return np.array([[p[q] for p in per_seed] for q in qs])
 

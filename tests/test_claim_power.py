@@ -65,8 +65,8 @@ def test_simulated_interval_width_matches_the_analytic_standard_error(answers):
 
 
 def test_read_d_keeps_the_judged_files_question_order(tmp_path):
-    """The bootstrap resamples questions by position: the claim table sees them in the first seed's
-    file order, so read_d keeps it (questions missing from a seed are left out)."""
+    """The questions-only bootstrap resamples questions by position: the method table sees them in the first
+    seed's file order, so read_d keeps it (questions missing from a seed are left out)."""
     root = tmp_path / "results" / "ppo" / "p" / "r"
     for sub, qs in (("", ["q9", "q1", "q5"]), ("seed1", ["q5", "q1", "q9", "q7"])):
         (root / sub).mkdir(parents=True, exist_ok=True)

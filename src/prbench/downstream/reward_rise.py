@@ -102,12 +102,6 @@ def t_interval(est: float, se: float, dof: float, ci: float = 0.95) -> tuple[flo
     return est, est - half, est + half
 
 
-def welch_from_stats(m1: float, v1: float, n1: float, m2: float, v2: float, n2: float,
-                     ci: float = 0.95) -> tuple[float, float, float]:
-    """(m2 - m1, low, high): Welch's t interval from two samples' means, variances (ddof 1) and sizes."""
-    return t_interval(*welch_moments(m1, v1, n1, m2, v2, n2), ci)
-
-
 def welch_interval(first: np.ndarray, last: np.ndarray, ci: float = 0.95) -> tuple[float, float, float]:
     """(mean(last) - mean(first), low, high): Welch's t interval at `ci`, each value one draw."""
     return t_interval(*_welch_arrays(first, last), ci)
