@@ -34,7 +34,8 @@ def bootstrap_ci(
     else:
         boots = np.array([stat(arr[i]) for i in idx])
     alpha = (1.0 - ci) / 2.0
-    return est, float(np.quantile(boots, alpha)), float(np.quantile(boots, 1.0 - alpha))
+    lo, hi = np.quantile(boots, [alpha, 1.0 - alpha])  # one call: the same values as one call per bound
+    return est, float(lo), float(hi)
 
 
 def percentile_interval(boot: np.ndarray, ci: float) -> tuple[float, float, int]:
@@ -44,4 +45,5 @@ def percentile_interval(boot: np.ndarray, ci: float) -> tuple[float, float, int]
     if len(ok) < 2:
         return float("nan"), float("nan"), int(len(ok))
     alpha = (1.0 - ci) / 2.0
-    return float(np.quantile(ok, alpha)), float(np.quantile(ok, 1.0 - alpha)), int(len(ok))
+    lo, hi = np.quantile(ok, [alpha, 1.0 - alpha])
+    return float(lo), float(hi), int(len(ok))

@@ -147,18 +147,19 @@ def _read_downstream(col: Collected, store: dict, rindex: dict, method: str, pat
     df = read_measures(path, method)
     if subset is not None:
         df = df[df["subset"].astype(str) == str(subset)]
-    unknown = sorted(set(df["rm"]) - set(rindex))
+    # plain lists: one conversion per column, not one Python object per row and pass
+    columns = [df[c].tolist() for c in ("policy", "rm", "estimator", "measure", "question_id", "subset", "value",
+                                        "replicate")]
+    runs_seen = dict.fromkeys(zip(columns[0], columns[1]))  # (policy, rm) in the table's order
+    unknown = sorted({rm for _, rm in runs_seen} - set(rindex))
     if unknown:
         raise ValueError(f"{path}: RM(s) {unknown} are not among the configured reward_models")
     if runs is not None:
-        have = set(zip(df["policy"], df["rm"]))
-        missing = [f"{p}/{r}" for p, r in runs if (p, r) not in have]
+        missing = [f"{p}/{r}" for p, r in runs if (p, r) not in runs_seen]
         if missing:
             raise ValueError(f"{path}: no {method} measures for run(s) {missing}")
     pers = _units(col, PERSONALIZED)
     ks = [None if pd.isna(k) else int(k) for k in df["k"].tolist()]
-    columns = [df[c].tolist() for c in ("policy", "rm", "estimator", "measure", "question_id", "subset", "value",
-                                        "replicate")]  # plain lists: one conversion per column, not per row
     for policy, rm, est, measure, q, subset, value, rep, k in zip(*columns, ks):
         u = pers.add(q, subset)
         if math.isfinite(value):
@@ -168,7 +169,7 @@ def _read_downstream(col: Collected, store: dict, rindex: dict, method: str, pat
         col.replicates.setdefault((method, policy), {})[rindex[rm]] = sorted(set(int(x) for x in reps))
     unscored = df[(df["measure"] == SCORED_MEASURE) & df["value"].isna()]
     counts = unscored.groupby(["policy", "rm"], sort=False).size()
-    for policy, rm in dict.fromkeys(zip(df["policy"], df["rm"])):
+    for policy, rm in runs_seen:
         n = int(counts.get((policy, rm), 0))
         if n:
             col.notes.append(f"{downstream.label(method)} {policy}/{rm}: {n} {_unscored(method)} without a judge "

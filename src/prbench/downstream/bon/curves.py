@@ -26,6 +26,7 @@ whose judgement failed to parse whatever the failure rule: under judge.failure `
 """
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from pathlib import Path
@@ -79,14 +80,22 @@ def expected_weights(rm_scores, k: int) -> np.ndarray:
     if not 1 <= k <= n:
         raise ValueError(f"k={k} must be between 1 and the number of samples N={n}")
     order = np.argsort(r, kind="stable")
-    denom = math.comb(n, k)
-    pos_w = np.array([math.comb(i - 1, k - 1) / denom for i in range(1, n + 1)], dtype=float)
+    pos_w = _position_weights(n, k).copy()
     rs = r[order]
     for a, b in _tie_groups(rs):
         if b - a > 1:
             pos_w[a:b] = pos_w[a:b].mean()
     w = np.empty(n, dtype=float)
     w[order] = pos_w
+    return w
+
+
+@functools.lru_cache(maxsize=None)
+def _position_weights(n: int, k: int) -> np.ndarray:
+    """C(i-1, k-1) / C(N, k) for the 1-based sorted positions i = 1..N (read-only: callers copy)."""
+    denom = math.comb(n, k)
+    w = np.array([math.comb(i - 1, k - 1) / denom for i in range(1, n + 1)], dtype=float)
+    w.setflags(write=False)
     return w
 
 
@@ -140,9 +149,21 @@ def best_of_k(estimator: str, rm_scores, judge_scores, k: int) -> float:
 
 def win_vs_random(weights: np.ndarray, judge_scores) -> float:
     """P(selected beats an independent uniformly random sample of the N), ties count half."""
-    g = np.asarray(judge_scores, dtype=float)
+    return float(weights @ _beat_rates(np.asarray(judge_scores, dtype=float)))
+
+
+def _beat_rates(g: np.ndarray) -> np.ndarray:
+    """Per sample, P(it beats a uniformly random sample of g), ties counting half."""
     beat = (g[:, None] > g[None, :]).astype(float) + 0.5 * (g[:, None] == g[None, :])
-    return float(weights @ beat.mean(axis=1))
+    return beat.mean(axis=1)
+
+
+def _judged_pool(g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A question's judged-sample mask, its judged scores (the pool) and their beat rates: the parts
+    of `cell` that do not depend on the estimator, the mode or k (question_curves computes them once)."""
+    judged = ~np.isnan(g)
+    pool = g[judged]
+    return judged, pool, _beat_rates(pool)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,30 +190,30 @@ def _matrix(rows: Sequence[dict], field: str, qids: list[str], n: int, what: str
     return mat
 
 
-def cell(estimator: str, mode: str, r, g, k: int) -> tuple[float, float]:
+def cell(estimator: str, mode: str, r, g, k: int, pool: tuple | None = None) -> tuple[float, float]:
     """(judge score, win vs random) of one question at k; (NaN, NaN) when the cell is excluded
     because a sample it needs has no judge score (module docstring).
 
-    mode: 'rm' (select by r), 'oracle' (select by g itself), 'random' (a random sample)."""
+    mode: 'rm' (select by r), 'oracle' (select by g itself), 'random' (a random sample).
+    pool: `_judged_pool(g)` when the caller has it (the same values; computed here otherwise)."""
     g = np.asarray(g, dtype=float)
-    judged = ~np.isnan(g)
+    judged, scores, beat = _judged_pool(g) if pool is None else pool
     nan = (float("nan"), float("nan"))
     if estimator == "expected":
-        pool = g[judged]
         if mode == RANDOM:
-            if not len(pool):
+            if not len(scores):
                 return nan
-            w = np.full(len(pool), 1.0 / len(pool))
+            w = np.full(len(scores), 1.0 / len(scores))
         else:
-            if len(pool) < k:
+            if len(scores) < k:
                 return nan
-            w = expected_weights(pool if mode == ORACLE else np.asarray(r, dtype=float)[judged], k)
-        return float(w @ pool), win_vs_random(w, pool)
+            w = expected_weights(scores if mode == ORACLE else np.asarray(r, dtype=float)[judged], k)
+        return float(w @ scores), float(w @ beat)
     w = random_weights(estimator, len(g)) if mode == RANDOM else selection_weights(
         estimator, g if mode == ORACLE else r, k)
     if (~judged[w > 0]).any():
         return nan
-    return float(w @ np.where(judged, g, 0.0)), win_vs_random(w[judged], g[judged])
+    return float(w @ np.where(judged, g, 0.0)), float(w[judged] @ beat)
 
 
 def question_curves(R: np.ndarray, G: np.ndarray, ks: Sequence[int], mode: str) -> dict:
@@ -200,12 +221,13 @@ def question_curves(R: np.ndarray, G: np.ndarray, ks: Sequence[int], mode: str) 
 
     mode: 'rm' (select by R), 'oracle' (select by G itself), 'random' (a random sample)."""
     Q, n = G.shape
+    pools = [_judged_pool(G[q]) for q in range(Q)]
     out = {}
     for est in ESTIMATORS:
         for k in ks:
             js, wr = np.empty(Q), np.empty(Q)
             for q in range(Q):
-                js[q], wr[q] = cell(est, mode, None if R is None else R[q], G[q], k)
+                js[q], wr[q] = cell(est, mode, None if R is None else R[q], G[q], k, pools[q])
             out[(est, k)] = (js, wr)
     return out
 
