@@ -19,8 +19,14 @@ of answers per question, the share of worlds in which the judge-score side holds
 its size (nominal 0.025, one-sided), above 0 its power. `--seed-var` replaces the estimated variance
 of the seeds' main effect (each seed's own gain), to see the rule's size where seeds differ more.
 
+The judge's scores are not normal: a score is a mean of 0/1/2 ratings, on a grid (steps of 1/3 in the
+demo) and mostly 0. `--world relabelled` builds worlds from the run's own scores instead: at each
+question and answer slot the base's and the seeds' answers are dealt to the policies at random (no
+policy better than another: the size), and a gain is planted on the grid (each trained answer one
+step up with probability gain / step: the power), at the run's own number of answers.
+
     .venv/bin/python perf/claim_power.py <demo run folder> [--worlds 400] [--deltas 0 0.02 0.037] \
-        [--seed-var 0 0.0003] [--rule crossed|questions]
+        [--seed-var 0 0.0003] [--rule crossed|questions] [--world normal|relabelled]
 
 The reward-rise side is not simulated: it is read from training logs, not from the evaluation's answers.
 """
@@ -41,15 +47,54 @@ from prbench.seeding import stable_seed
 REPO = Path(__file__).resolve().parents[1]
 
 
-def read_d(run: Path, policy: str, rm: str) -> np.ndarray:
-    """d[q, s, j]: trained minus base judge score of answer j of question q, training seed s."""
+def read_scores(run: Path, policy: str, rm: str) -> tuple[np.ndarray, np.ndarray]:
+    """(b[q, j], t[q, s, j]): the judge scores of the base policy's answer j of question q and of
+    training seed s's answer j, over the questions every seed's file has (the base's answers are the
+    same in every seed's file: the first file's are read)."""
     root = run / "results" / "ppo" / policy / rm
     files = [root / "eval_judged.jsonl"] + sorted(root.glob("seed*/eval_judged.jsonl"))
-    per_seed = [{r["question_id"]: np.asarray(r["scores"], float) - np.asarray(r["base_scores"], float)
+    per_seed = [{r["question_id"]: (np.asarray(r["scores"], float), np.asarray(r["base_scores"], float))
                  for r in read_jsonl(f)} for f in files]
     # the first seed file's order, as the method table's bootstrap (`--rule questions`) sees the questions
     qs = [q for q in per_seed[0] if all(q in p for p in per_seed[1:])]
-    return np.array([[p[q] for p in per_seed] for q in qs])
+    base = np.array([per_seed[0][q][1] for q in qs])
+    trained = np.array([[p[q][0] for p in per_seed] for q in qs])
+    return base, trained
+
+
+def read_d(run: Path, policy: str, rm: str) -> np.ndarray:
+    """d[q, s, j]: trained minus base judge score of answer j of question q, training seed s."""
+    base, trained = read_scores(run, policy, rm)
+    return trained - base[:, None, :]
+
+
+def score_step(*scores: np.ndarray) -> float:
+    """The judge scores' grid step: the smallest gap between two distinct finite scores."""
+    vals = np.unique(np.concatenate([np.ravel(x) for x in scores]))
+    gaps = np.diff(vals[np.isfinite(vals)])
+    if not len(gaps):
+        raise ValueError("claim_power: fewer than two distinct judge scores, no grid step")
+    return float(gaps.min())
+
+
+def relabelled_world(base: np.ndarray, trained: np.ndarray, rng: np.random.Generator, gain: float = 0.0,
+                     step: float | None = None) -> np.ndarray:
+    """d[q, s, j] of a world made of the run's own judge scores, at the level they are made: at each
+    question q and answer slot j, the base's and the seeds' j-th answers (which share their sampling
+    noise) are dealt to the base and the seeds at random, so that no policy is better than another (a
+    null world: the scores' grid, their skew, the questions' and the shared answers' effects kept;
+    the seeds' own main effects are dealt away with the rest). `gain` > 0 plants a gain on the grid:
+    each trained answer rises by one score step with probability gain / step."""
+    X = np.concatenate([base[:, None, :], trained], axis=1)  # (Q, S + 1, J)
+    order = rng.random(X.shape).argsort(axis=1)  # a random permutation of the policies per (q, j)
+    Y = np.take_along_axis(X, order, axis=1)
+    new_base, new_trained = Y[:, 0, :], Y[:, 1:, :]
+    if gain:
+        step = score_step(base, trained) if step is None else step
+        if not 0 < gain <= step:
+            raise ValueError(f"claim_power: a planted gain of {gain} needs 0 < gain <= the score step {step}")
+        new_trained = new_trained + step * (rng.random(new_trained.shape) < gain / step)
+    return new_trained - new_base[:, None, :]
 
 
 def components(d: np.ndarray) -> dict:
@@ -101,6 +146,18 @@ def simulate(comp: dict, delta: float, answers: int, worlds: int, n_boot: int, b
     return hits / worlds, float(np.mean(widths))
 
 
+def simulate_relabelled(base: np.ndarray, trained: np.ndarray, gain: float, worlds: int, n_boot: int,
+                        boot_seed: int, rng: np.random.Generator, rule: str = "crossed") -> tuple[float, float]:
+    """(share of worlds whose judge-score side holds, mean interval width) over `relabelled_world`s."""
+    step = score_step(base, trained)
+    hits, widths = 0, []
+    for _ in range(worlds):
+        r = pooled_diff(relabelled_world(base, trained, rng, gain, step), n_boot, boot_seed, rule)
+        hits += holds(r["diff_ci_low"], 1.0)
+        widths.append(r["diff_ci_high"] - r["diff_ci_low"])
+    return hits / worlds, float(np.mean(widths))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("run", type=Path, help="a finished demo's folder (its results/ppo/...)")
@@ -111,6 +168,10 @@ def main() -> None:
     ap.add_argument("--seed-var", type=float, nargs="+", default=None,
                     help="variances of the seeds' main effect to simulate instead of the estimated one")
     ap.add_argument("--rule", choices=["crossed", "questions"], default="crossed")
+    ap.add_argument("--world", choices=["normal", "relabelled"], default="normal",
+                    help="normal: worlds of normal components at the run's estimates; relabelled: the run's own "
+                         "judge scores dealt anew at each question and answer slot (relabelled_world), at the "
+                         "run's number of answers")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     cfg = yaml.safe_load(args.config.read_text())
@@ -126,6 +187,14 @@ def main() -> None:
     names = ("question", "question_x_seed", "question_x_answer", "residual", "seed")
     print("variance components: " + ", ".join(f"{k} {comp[k]:.5f}" for k in names))
     rng = np.random.default_rng(args.seed)
+    if args.world == "relabelled":
+        base, trained = read_scores(args.run, policy, rm)
+        print(f"\nrule {args.rule}, relabelled worlds (score step {score_step(base, trained):.4f}; gains planted on "
+              f"the grid): share of {args.worlds} worlds whose judge-score side holds (mean 95% interval width)")
+        print(f"{comp['J']} answers | " + " | ".join(
+            f"gain {x:+.4f}: {p:.3f} ({w:.4f})" for x in args.deltas
+            for p, w in [simulate_relabelled(base, trained, x, args.worlds, n_boot, boot_seed, rng, args.rule)]))
+        return
     for seed_var in args.seed_var if args.seed_var is not None else [comp["seed"]]:
         world = dict(comp, seed=seed_var)
         print(f"\nrule {args.rule}, seeds' main effect {seed_var:.5f}: share of {args.worlds} simulated worlds "
