@@ -73,3 +73,56 @@ def test_read_d_keeps_the_judged_files_question_order(tmp_path):
         rows = [{"question_id": q, "scores": [int(q[1:])], "base_scores": [0]} for q in qs]
         (root / sub / "eval_judged.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert cp.read_d(tmp_path, "p", "r")[:, 0, 0].tolist() == [9, 1, 5]
+
+
+def _grid_run(rng, Q=60, S=3, J=8, gain_steps=0):
+    """Discrete judge scores on a grid of 1/3, mostly 0: the base's answers and S seeds' answers that share
+    each slot's sampling noise (a slot's answers are alike), the seeds `gain_steps` grid steps better."""
+    slot = rng.random((Q, 1, J)) < 0.3  # a good slot: every policy's answer there tends to score
+    p = np.where(slot, 0.6, 0.1)
+    base = (rng.random((Q, J)) < p[:, 0, :]) / 3
+    trained = (rng.random((Q, S, J)) < p) / 3 + gain_steps / 3
+    return base, trained
+
+
+def test_relabelled_world_deals_each_slots_scores_and_plants_the_gain_on_the_grid():
+    rng = np.random.default_rng(0)
+    base, trained = _grid_run(rng, gain_steps=1)  # the run's seeds one whole step better than the base
+    assert cp.score_step(base, trained) == pytest.approx(1 / 3)
+    assert (trained - base[:, None, :]).mean() > 0.3
+    worlds = np.array([cp.relabelled_world(base, trained, rng) for _ in range(400)])
+    assert abs(worlds.mean()) < 0.01  # the run's gain is dealt away: no policy better than another
+    # every difference is one of the slot's own: two of its S + 1 scores, on the grid
+    pool = np.concatenate([base[:, None, :], trained], axis=1)
+    spread = pool.max(axis=1) - pool.min(axis=1)
+    assert (np.abs(worlds) <= spread[None, :, None, :] + 1e-12).all()
+    assert np.allclose(worlds * 3, np.round(worlds * 3))
+    # a planted gain: each trained answer one step up with probability gain / step
+    planted = np.array([cp.relabelled_world(base, trained, rng, gain=0.05) for _ in range(400)])
+    assert planted.mean() == pytest.approx(0.05, abs=0.01)
+    assert np.allclose(planted * 3, np.round(planted * 3))
+    with pytest.raises(ValueError, match="score step"):
+        cp.relabelled_world(base, trained, rng, gain=0.5)
+
+
+def test_relabelled_worlds_size_and_power_of_the_claims_rule():
+    """On a discrete world like the demo's, the claim's crossed rule holds rarely without a gain and
+    mostly with a large one."""
+    base, trained = _grid_run(np.random.default_rng(1), Q=90)
+    size, _ = cp.simulate_relabelled(base, trained, 0.0, worlds=300, n_boot=0, boot_seed=0,
+                                     rng=np.random.default_rng(2))
+    power, _ = cp.simulate_relabelled(base, trained, 0.08, worlds=100, n_boot=0, boot_seed=0,
+                                      rng=np.random.default_rng(3))
+    assert size <= 0.025 + 3 * (0.025 * 0.975 / 300) ** 0.5
+    assert power >= 0.8
+
+
+def test_read_scores_gives_the_base_once_and_each_seeds_answers(tmp_path):
+    root = tmp_path / "results" / "ppo" / "p" / "r"
+    for s, sub in enumerate(["", "seed1"]):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+        rows = [{"question_id": q, "scores": [s, s + 1], "base_scores": [0.5, 1.5]} for q in ("qa", "qb")]
+        (root / sub / "eval_judged.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    base, trained = cp.read_scores(tmp_path, "p", "r")
+    assert base.tolist() == [[0.5, 1.5], [0.5, 1.5]]
+    assert trained.shape == (2, 2, 2) and trained[0].tolist() == [[0, 1], [1, 2]]
