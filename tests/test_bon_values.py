@@ -270,3 +270,35 @@ def test_defaults_and_subset_seeds_on_a_larger_world(tmp_path):
 def _big_world(seed):
     samples, judged, rms = test_bon._world(n_q=12, n=4, seed=seed)
     return samples, judged, {"good": rms["good"]}
+
+
+def test_question_curves_equal_each_cell_from_its_definition():
+    """question_curves computes a question's judged pool and beat rates once for all its cells: every
+    cell equals the cell from the definitions (the selection weights times the judged scores, and
+    win_vs_random over the judged samples), NaN judge scores, RM-score ties and NaN RM scores included."""
+    rng = np.random.default_rng(5)
+    Q, n, ks = 12, 6, (1, 2, 4, 6)
+    G = rng.integers(0, 3, (Q, n)).astype(float)
+    G[rng.random((Q, n)) < 0.15] = np.nan
+    R = rng.integers(0, 4, (Q, n)).astype(float)
+    R[rng.random((Q, n)) < 0.1] = np.nan
+    for mode in (bon.RANDOM, bon.ORACLE, "rm"):
+        curves = bon.question_curves(R, G, ks, mode)
+        for (est, k), (js, wr) in curves.items():
+            for q in range(Q):
+                g = G[q]
+                judged = ~np.isnan(g)
+                if est == "expected":
+                    pool = g[judged]
+                    if mode == bon.RANDOM:
+                        w = np.full(len(pool), 1 / len(pool)) if len(pool) else None
+                    else:
+                        w = bon.expected_weights(pool if mode == bon.ORACLE else R[q][judged], k) \
+                            if len(pool) >= k else None
+                    want = (np.nan, np.nan) if w is None else (w @ pool, bon.win_vs_random(w, pool))
+                else:
+                    w = bon.random_weights(est, n) if mode == bon.RANDOM else bon.selection_weights(
+                        est, g if mode == bon.ORACLE else R[q], k)
+                    want = (np.nan, np.nan) if (~judged[w > 0]).any() else (
+                        w @ np.where(judged, g, 0.0), bon.win_vs_random(w[judged], g[judged]))
+                np.testing.assert_equal((js[q], wr[q]), want, err_msg=f"{mode} {est} k={k} q={q}")
