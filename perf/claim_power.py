@@ -57,6 +57,11 @@ def read_scores(run: Path, policy: str, rm: str) -> tuple[np.ndarray, np.ndarray
                  for r in read_jsonl(f)} for f in files]
     # the first seed file's order, as the method table's bootstrap (`--rule questions`) sees the questions
     qs = [q for q in per_seed[0] if all(q in p for p in per_seed[1:])]
+    for f, p in zip(files[1:], per_seed[1:]):
+        differ = [q for q in qs if not np.array_equal(p[q][1], per_seed[0][q][1], equal_nan=True)]
+        if differ:
+            raise ValueError(f"{f}: base_scores of {len(differ)} question(s), e.g. {differ[0]}, differ from "
+                             f"{files[0]}'s: the seeds must be compared with the same base answers")
     base = np.array([per_seed[0][q][1] for q in qs])
     trained = np.array([[p[q][0] for p in per_seed] for q in qs])
     return base, trained
@@ -72,6 +77,7 @@ def score_step(*scores: np.ndarray) -> float:
     """The judge scores' grid step: the smallest gap between two distinct finite scores."""
     vals = np.unique(np.concatenate([np.ravel(x) for x in scores]))
     gaps = np.diff(vals[np.isfinite(vals)])
+    gaps = gaps[gaps > 1e-9]  # one grid value written two ways in its last bits is one value
     if not len(gaps):
         raise ValueError("claim_power: fewer than two distinct judge scores, no grid step")
     return float(gaps.min())
@@ -83,8 +89,9 @@ def relabelled_world(base: np.ndarray, trained: np.ndarray, rng: np.random.Gener
     question q and answer slot j, the base's and the seeds' j-th answers (which share their sampling
     noise) are dealt to the base and the seeds at random, so that no policy is better than another (a
     null world: the scores' grid, their skew, the questions' and the shared answers' effects kept;
-    the seeds' own main effects are dealt away with the rest). `gain` > 0 plants a gain on the grid:
-    each trained answer rises by one score step with probability gain / step."""
+    the seeds' own main effects and their question x seed parts are dealt away with the rest).
+    `gain` > 0 plants a gain on the grid: each trained answer rises by one score step with probability
+    gain / step (a score at the scale's top may rise past it). NaN scores give NaN differences."""
     X = np.concatenate([base[:, None, :], trained], axis=1)  # (Q, S + 1, J)
     order = rng.random(X.shape).argsort(axis=1)  # a random permutation of the policies per (q, j)
     Y = np.take_along_axis(X, order, axis=1)

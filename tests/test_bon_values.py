@@ -4,6 +4,7 @@ report them, the table's seeds and bootstrap sizes, several sample sets combined
 measure rows (values, area under the curve over log2 k, question order). Fast on purpose: these are
 the tests `make mutate` runs against curves.py (perf/mutate.py)."""
 import logging
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -280,10 +281,14 @@ def test_question_curves_equal_each_cell_from_its_definition():
     Q, n, ks = 12, 6, (1, 2, 4, 6)
     G = rng.integers(0, 3, (Q, n)).astype(float)
     G[rng.random((Q, n)) < 0.15] = np.nan
+    G[0] = np.nan  # a question without a judged sample: every cell excluded, and no warning
     R = rng.integers(0, 4, (Q, n)).astype(float)
     R[rng.random((Q, n)) < 0.1] = np.nan
     for mode in (bon.RANDOM, bon.ORACLE, "rm"):
-        curves = bon.question_curves(R, G, ks, mode)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            curves = bon.question_curves(R, G, ks, mode)
+        assert all(np.isnan(js[0]) and np.isnan(wr[0]) for js, wr in curves.values())
         for (est, k), (js, wr) in curves.items():
             for q in range(Q):
                 g = G[q]

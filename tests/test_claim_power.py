@@ -126,3 +126,8 @@ def test_read_scores_gives_the_base_once_and_each_seeds_answers(tmp_path):
     base, trained = cp.read_scores(tmp_path, "p", "r")
     assert base.tolist() == [[0.5, 1.5], [0.5, 1.5]]
     assert trained.shape == (2, 2, 2) and trained[0].tolist() == [[0, 1], [1, 2]]
+    # a seed compared with other base answers than the first seed's is refused, naming its file
+    rows = [{"question_id": q, "scores": [1, 2], "base_scores": [0.5, 0.0]} for q in ("qa", "qb")]
+    (root / "seed1" / "eval_judged.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(ValueError, match=r"seed1/eval_judged.jsonl: base_scores of 2 question"):
+        cp.read_scores(tmp_path, "p", "r")

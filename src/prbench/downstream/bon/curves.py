@@ -153,7 +153,9 @@ def win_vs_random(weights: np.ndarray, judge_scores) -> float:
 
 
 def _beat_rates(g: np.ndarray) -> np.ndarray:
-    """Per sample, P(it beats a uniformly random sample of g), ties counting half."""
+    """Per sample, P(it beats a uniformly random sample of g), ties counting half (none: empty)."""
+    if not len(g):  # a question without a judged sample: no cell reads its rates
+        return np.zeros(0)
     beat = (g[:, None] > g[None, :]).astype(float) + 0.5 * (g[:, None] == g[None, :])
     return beat.mean(axis=1)
 
