@@ -140,14 +140,21 @@ def simulate(comp: dict, delta: float, answers: int, worlds: int, n_boot: int, b
              rng: np.random.Generator, rule: str = "crossed") -> tuple[float, float]:
     """(share of worlds whose judge-score side holds, mean interval width) at `answers` per question."""
     Q, S, J = comp["Q"], comp["S"], answers
+
+    def world() -> np.ndarray:
+        return (delta + rng.normal(0, np.sqrt(comp["seed"]), (1, S, 1))
+                + rng.normal(0, np.sqrt(comp["question"]), (Q, 1, 1))
+                + rng.normal(0, np.sqrt(comp["question_x_seed"]), (Q, S, 1))
+                + rng.normal(0, np.sqrt(comp["question_x_answer"]), (Q, 1, J))
+                + rng.normal(0, np.sqrt(comp["residual"]), (Q, S, J)))
+    return decide_worlds(world, worlds, n_boot, boot_seed, rule)
+
+
+def decide_worlds(world, worlds: int, n_boot: int, boot_seed: int, rule: str) -> tuple[float, float]:
+    """(share of `worlds` draws of `world()` whose judge-score side holds, mean interval width)."""
     hits, widths = 0, []
     for _ in range(worlds):
-        d = (delta + rng.normal(0, np.sqrt(comp["seed"]), (1, S, 1))
-             + rng.normal(0, np.sqrt(comp["question"]), (Q, 1, 1))
-             + rng.normal(0, np.sqrt(comp["question_x_seed"]), (Q, S, 1))
-             + rng.normal(0, np.sqrt(comp["question_x_answer"]), (Q, 1, J))
-             + rng.normal(0, np.sqrt(comp["residual"]), (Q, S, J)))
-        r = pooled_diff(d, n_boot, boot_seed, rule)
+        r = pooled_diff(world(), n_boot, boot_seed, rule)
         hits += holds(r["diff_ci_low"], 1.0)
         widths.append(r["diff_ci_high"] - r["diff_ci_low"])
     return hits / worlds, float(np.mean(widths))
@@ -157,12 +164,7 @@ def simulate_relabelled(base: np.ndarray, trained: np.ndarray, gain: float, worl
                         boot_seed: int, rng: np.random.Generator, rule: str = "crossed") -> tuple[float, float]:
     """(share of worlds whose judge-score side holds, mean interval width) over `relabelled_world`s."""
     step = score_step(base, trained)
-    hits, widths = 0, []
-    for _ in range(worlds):
-        r = pooled_diff(relabelled_world(base, trained, rng, gain, step), n_boot, boot_seed, rule)
-        hits += holds(r["diff_ci_low"], 1.0)
-        widths.append(r["diff_ci_high"] - r["diff_ci_low"])
-    return hits / worlds, float(np.mean(widths))
+    return decide_worlds(lambda: relabelled_world(base, trained, rng, gain, step), worlds, n_boot, boot_seed, rule)
 
 
 def main() -> None:
