@@ -1,4 +1,5 @@
-"""docs/DESIGN.md "How to extend": every file and registry the four recipes name exists in the code."""
+"""docs/DESIGN.md: every file and registry the four recipes of "How to extend" name exists in the code,
+and the package map names every module."""
 import importlib
 import re
 
@@ -73,3 +74,20 @@ def test_registries_hold_what_the_recipes_say():
         for hook in (method.enabled, method.signal):
             assert callable(downstream.resolve(hook))
     assert 'include: "rules/grpo.smk"' in (REPO / "Snakefile").read_text()
+
+
+def test_every_module_is_named():
+    """The package map ("The package by stage") names every module of src/prbench/, by its file name
+    or its dotted path, so a module added without a line there fails here (the replicas' remote code,
+    `__init__` and `__main__` files aside)."""
+    text = SECTION.read_text(encoding="utf-8")
+    pkg = REPO / "src" / "prbench"
+    unnamed = []
+    for path in sorted(pkg.rglob("*.py")):
+        rel = path.relative_to(pkg.parent)
+        if "remote_code" in rel.parts or path.stem in ("__init__", "__main__"):
+            continue
+        dotted = ".".join(rel.with_suffix("").parts)
+        if not re.search(rf"(?<![\w.]){re.escape(path.name)}\b|{re.escape(dotted)}\b|`{path.stem}`", text):
+            unnamed.append(str(rel))
+    assert not unnamed, f"docs/DESIGN.md names no line for: {unnamed}"
