@@ -1,7 +1,7 @@
 """A fixed probe of the host's speed: the demo's kinds of work at pinned sizes, so that runs on two
 hosts, or on one host on two days, can be compared (perf/README.md, "The demo's wall time").
 
-    OMP_NUM_THREADS=1 .venv/bin/python perf/host_speed.py [--repeats 2] [--out probe.jsonl]
+    OMP_NUM_THREADS=1 .venv/bin/python perf/host_speed.py [--repeats 3] [--out probe.jsonl]
 
 Nothing here reads a config: the sizes are constants of this file, so its numbers stay comparable
 while configs/demo.yaml changes (perf/ppo_demo_speed.py, by contrast, times the demo's own PPO
@@ -160,12 +160,13 @@ def main(argv=None) -> dict:
     import trl
 
     torch.set_num_threads(1)
-    sizes = {k: v for k, v in globals().items() if k.isupper() and isinstance(v, (int, str)) and k != "REPO"}
+    repeats = max(1, a.repeats)
+    sizes = {k: v for k, v in globals().items() if k.isupper() and isinstance(v, (int, str))}
     rec = {"cpu": cpu_model(), "python": platform.python_version(), "torch": torch.__version__,
-           "transformers": transformers.__version__, "trl": trl.__version__, "repeats": max(1, a.repeats),
+           "transformers": transformers.__version__, "trl": trl.__version__, "repeats": repeats,
            "sizes": sizes, "parts": {}}
     for name in a.parts:
-        runs = [PARTS[name]() for _ in range(max(1, a.repeats))]
+        runs = [PARTS[name]() for _ in range(repeats)]
         cpu, wall = min(runs)
         rec["parts"][name] = {"cpu_s": round(cpu, 2), "wall_s": round(wall, 2),
                               "runs_cpu_s": [round(c, 2) for c, _ in runs]}
