@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from helpers import REPO
 
-SUFFIXES = (".md", ".py", ".smk", ".yaml", ".yml", ".txt", ".sh")
+SUFFIXES = (".md", ".py", ".smk", ".yaml", ".yml", ".txt", ".sh", ".rst")
 NAMED = {"Makefile", "Snakefile", ".ci/run"}
 BREAK = "\x00"  # a line break (and the next line's indent and comment sign) in the joined text
 # `<path>.md, "words"` (the comma's form may break the line before the quote) or `<path>.md "words"`
-# on one line; the quoted words may run over a line break
-REFERENCE = re.compile(r'((?:[\w.-]+/)*[\w.-]+\.md)(?:,[ \x00]+| )"([^"\x00]+(?:\x00[^"\x00]+)*)"')
+# on one line; the quoted words may run over a line break; a bare README is the project's README.md
+REFERENCE = re.compile(r'((?:[\w.-]+/)*[\w.-]+\.md|(?<![\w/.-])README)(?:,[ \x00]+| )"([^"\x00]+(?:\x00[^"\x00]+)*)"')
 
 
 def tracked(root: Path) -> list[Path]:
@@ -39,8 +39,11 @@ def headings(doc: Path) -> list[str]:
 
 
 def references(path: Path) -> list[tuple[str, str]]:
-    text = re.sub(r"[ \t]*\n[ \t]*(?:#+ |// )?", BREAK, path.read_text(encoding="utf-8", errors="replace"))
-    return [(m.group(1), m.group(2).replace(BREAK, " ")) for m in REFERENCE.finditer(text)]
+    text = path.read_text(encoding="utf-8", errors="replace").replace('\\"', '"')  # quotes escaped in strings
+    text = re.sub(r"[ \t]*\n[ \t]*(?:#+ |// |> )?", BREAK, text)
+    # a bare "README" is the project's README.md
+    return [("README.md" if m.group(1) == "README" else m.group(1), m.group(2).replace(BREAK, " "))
+            for m in REFERENCE.finditer(text)]
 
 
 def dangling(root: Path) -> tuple[int, list[str]]:
@@ -55,7 +58,8 @@ def dangling(root: Path) -> tuple[int, list[str]]:
                 continue
             seen += 1
             heads = cache.setdefault(target, headings(target))
-            if not any(h.startswith(_norm(words)) for h in heads):
+            want = _norm(words)
+            if not any(h == want or (h.startswith(want) and not h[len(want)].isalnum()) for h in heads):
                 bad.append(f"{path.relative_to(root)}: {doc}, {words!r}")
     return seen, bad
 
@@ -71,6 +75,8 @@ def test_every_section_reference_names_a_heading():
     ('See perf/README.md,\n    "CI time".', True),
     ('# see perf/README.md, "The demo\'s\n# wall time"', True),
     ('See perf/README.md "CI"', True),  # a heading's leading words
+    ('See perf/README.md "CI ti"', False),  # whole words only
+    ('"see perf/README.md, \\"CI time\\""', True),  # quotes escaped in a string
     ('See perf/README.md, "CI budget".', False),
     ('See perf/README.md, "Bold opening".', True),
     ('See perf/README.md, "Old heading".', False),

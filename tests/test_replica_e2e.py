@@ -106,8 +106,10 @@ def test_llm_judge_path(run):
     float kernels, so on the CPU (none of 66 on one "AMD EPYC" kind): scripted replies test that path
     (tests/test_judge.py, tests/test_judge_protocol.py).
     Each job judges an item once; two jobs that run at the same time may both judge an item neither
-    found in the cache (docs/DESIGN.md, "Judge cache": one writer per shard, no locks), and then their
-    records must agree (two PPO evaluations side by side on 2 cores wrote 6 of 72 records twice)."""
+    found in the cache (docs/DESIGN.md, "Judge cache": one writer per shard, no locks; two PPO
+    evaluations side by side on 2 cores wrote 6 of 72 records twice). Their records may then differ
+    (the sampled retry is seeded per batch, and the batches differ): every record must still be a
+    well-formed judgement, and the cache's reader takes the first shard's."""
     run, cfg = run
     assert cfg["judge"]["backend"] == "transformers" and cfg["judge"]["retries"] >= 1
     shards = {shard.name: [json.loads(line) for line in shard.read_text().splitlines()]
@@ -118,10 +120,11 @@ def test_llm_judge_path(run):
         assert len(set(keys)) == len(keys), name  # a job judges an item once
         for r in recs:
             by_key.setdefault(r["key"], []).append(r)
-    fields = ("judge_id", "score", "ratings", "failures", "failed")
-    for key, recs in by_key.items():  # judged by two jobs at once: the same judgement
-        assert all([r[f] for f in fields] == [recs[0][f] for f in fields] for r in recs), (key, recs)
-    records = [recs[0] for recs in by_key.values()]
+    all_records = [r for recs in shards.values() for r in recs]
+    assert len({r["judge_id"] for r in all_records}) == 1  # one judge, one key space
+    twice = sum(len(recs) > 1 for recs in by_key.values())
+    assert twice <= len(by_key) / 4, (twice, len(by_key))  # only what two jobs judged at the same time
+    records = [recs[0] for recs in by_key.values()]  # the reader's choice: the first shard in name order
     assert records
     first_try = sum(r["failures"] == 0 for r in records)
     retry_parsed = sum(r["failures"] >= 1 and not r["failed"] for r in records)
@@ -129,8 +132,8 @@ def test_llm_judge_path(run):
     print(f"judge cache: {len(records)} items, {first_try} parsed first, {retry_parsed} at the retry, "
           f"{len(failed)} failed")
     assert first_try > len(records) / 2 and failed
-    assert all(r["failures"] <= cfg["judge"]["retries"] for r in records if not r["failed"])  # parsed within the tries
-    assert all(r["score"] == 0.0 and r["failures"] == cfg["judge"]["retries"] + 1 for r in failed)
+    assert all(r["failures"] <= cfg["judge"]["retries"] for r in all_records if not r["failed"])  # within the tries
+    assert all(r["score"] == 0.0 and r["failures"] == cfg["judge"]["retries"] + 1 for r in all_records if r["failed"])
     # the same counts in the stage outputs and tables
     validity = json.loads((run / "results/bon/judge_validity.json").read_text())
     judged = [json.loads(line) for line in (run / "results/bon/qwen25_05b/judged.jsonl").read_text().splitlines()]
