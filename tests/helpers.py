@@ -16,6 +16,11 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "Snakefile"
 
 
+def tracked_files(root: Path = REPO) -> list[str]:
+    """The paths git tracks under `root` (`git ls-files`); raises where git or the checkout is missing."""
+    return subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout.splitlines()
+
+
 # JSON keys that hold wall-clock measurements, not results: two runs of the same job may differ there
 # (tests/slurm/compare_outputs.py, tests/test_e2e.py).
 WALL_CLOCK_KEYS = {"seconds", "elapsed_seconds", "wall_seconds", "runtime_seconds", "timestamp", "started", "finished"}

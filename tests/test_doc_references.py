@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import REPO
+from helpers import REPO, tracked_files
 
 SUFFIXES = (".md", ".py", ".smk", ".yaml", ".yml", ".txt", ".sh", ".rst")
 NAMED = {"Makefile", "Snakefile", ".ci/run"}
@@ -19,7 +19,7 @@ REFERENCE = re.compile(r'((?:[\w.-]+/)*[\w.-]+\.md|(?<![\w/.-])README)(?:,[ \x00
 
 
 def tracked(root: Path) -> list[Path]:
-    names = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout.split()
+    names = tracked_files(root)
     this = Path(__file__).resolve()  # its examples name headings on purpose
     return [root / n for n in names if n != "CHANGELOG.md" and (n.endswith(SUFFIXES) or n in NAMED)
             and (root / n).resolve() != this]

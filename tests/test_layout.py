@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import REPO
+from helpers import REPO, tracked_files
 
 
 def layout_paths(readme: str) -> list[str]:
@@ -53,11 +53,11 @@ def tracked_top_folders(root: Path) -> set[str]:
     """Top-level folders holding a tracked file (`git ls-files`); without git, the folders on disk
     that .gitignore does not name."""
     try:
-        out = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout
+        names = tracked_files(root)
     except (OSError, subprocess.CalledProcessError):
-        out = ""
-    if out.strip():
-        return {line.split("/")[0] for line in out.splitlines() if "/" in line}
+        names = []
+    if names:
+        return {name.split("/")[0] for name in names if "/" in name}
     ignored = _ignored_names(root)
     return {p.name for p in root.iterdir()
             if p.is_dir() and not any(fnmatch.fnmatch(p.name, pat) for pat in ignored)}
