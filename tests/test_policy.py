@@ -72,6 +72,54 @@ def test_gumbel_sampler_matches_softmax_and_top_p():
     assert not torch.equal(u3, u4) and float(u3.min()) > 0 and float(u3.max()) < 1
 
 
+def _mix32_py(x: int) -> int:
+    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
+    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
+    return (x >> 16) ^ x
+
+
+def test_hashed_uniform_is_the_integer_hash_of_seed_step_and_token():
+    """Each noise value is the documented 32-bit hash of (row seed, step, token id), computed here
+    one value at a time in Python integers: the tensor path (in place, token hashes cached) agrees."""
+    seeds, vocab = [0, 5, 0xFFFFFFFF, 2654435761], 300
+    for step in (0, 1, 77, 10**6):
+        u = pol.hashed_uniform(torch.tensor(seeds), step, vocab)
+        for r, seed in enumerate(seeds):
+            row = _mix32_py((seed ^ _mix32_py(step * 0x9E3779B1 & 0xFFFFFFFF)) & 0xFFFFFFFF)
+            for t in (0, 1, 123, vocab - 1):
+                tok = _mix32_py(t * 0x85EBCA6B & 0xFFFFFFFF)
+                x = _mix32_py(_mix32_py(row ^ tok) ^ (row * 0x27D4EB2F & 0xFFFFFFFF))
+                assert float(u[r, t]) == (x + 0.5) / 4294967296.0
+    assert torch.equal(pol.hashed_uniform(torch.tensor(seeds), 3, 50), pol.hashed_uniform(torch.tensor(seeds), 3, 50))
+
+
+def test_gumbel_sampler_hashes_only_the_nucleus_candidates_with_the_same_result():
+    """The sampler's output equals the whole-vocabulary formula, element for element: float32 of
+    float64(logits / T, top-k and top-p dropped to -inf) + -log(-log(noise of every token)). Rows whose
+    nucleus lies in the top 64 (peaked), rows sorted in full (flat) and both in one batch; vocabularies
+    under, at and over 64; with and without top-k; at several steps."""
+    gen = torch.Generator().manual_seed(0)
+    peaked = torch.randn(24, 2048, generator=gen) * 6.0
+    flat = torch.randn(24, 2048, generator=gen) * 0.3
+    cases = (peaked, flat, torch.cat([peaked[:12], flat[:12]]), peaked[:, :50], peaked[:, :64], peaked[:, :65])
+    for logits in cases:
+        seeds = [(i * 2654435761 + 17) & 0xFFFFFFFF for i in range(logits.shape[0])]
+        for temperature, top_p, top_k in ((1.0, 0.9, 0), (0.7, 0.5, 0), (1.0, 0.99, 4), (1.0, 1.0, 0),
+                                          (0.7, 1.0, 4), (1.0, 0.9, 100)):
+            proc = pol.GumbelSampler(seeds, 5, temperature, top_p, top_k)
+            for length in (5, 6, 40):
+                got = proc(torch.zeros((logits.shape[0], length), dtype=torch.long), logits)
+                ref = logits / temperature
+                if 0 < top_k < ref.shape[-1]:
+                    ref = ref.masked_fill(ref < torch.topk(ref, top_k, -1).values[..., -1:], float("-inf"))
+                if top_p < 1.0:
+                    ref = ref.masked_fill(pol.top_p_drop(ref, top_p), float("-inf"))
+                u = pol.hashed_uniform(torch.tensor(seeds), length - 5, ref.shape[-1])
+                ref = (ref.double() - torch.log(-torch.log(u))).to(torch.float32)
+                assert got.dtype == torch.float32 and torch.equal(got, ref)
+                assert bool(torch.isfinite(got).any(-1).all())
+
+
 def test_generate_answers_deterministic_and_batch_independent(tiny):
     model, tok = tiny
     kw = dict(n=3, temperature=1.0, max_new_tokens=12, seed=7, progress=False)

@@ -78,22 +78,60 @@ _M32 = 0xFFFFFFFF
 
 
 def _mix32(x):
-    """A 32-bit integer hash (lowbias32-style) on int64 tensors holding values < 2^32."""
-    x = ((x >> 16) ^ x) * 0x45D9F3B & _M32
-    x = ((x >> 16) ^ x) * 0x45D9F3B & _M32
-    return (x >> 16) ^ x
+    """A 32-bit integer hash (lowbias32-style) of an int64 tensor holding values < 2^32, computed in
+    place (the tensor is overwritten; the values are those of the out-of-place formula)."""
+    x ^= x >> 16
+    x *= 0x45D9F3B
+    x &= _M32
+    x ^= x >> 16
+    x *= 0x45D9F3B
+    x &= _M32
+    x ^= x >> 16
+    return x
+
+
+_TOKEN_HASHES: dict = {}
+
+
+def _token_hashes(vocab: int, device):
+    """The per-token half of the noise's hash, (vocab,) int64, computed once per vocabulary size."""
+    import torch
+
+    key = (int(vocab), str(device))
+    if key not in _TOKEN_HASHES:
+        tokens = torch.arange(vocab, device=device, dtype=torch.int64)
+        _TOKEN_HASHES[key] = _mix32((tokens * 0x85EBCA6B) & _M32)
+    return _TOKEN_HASHES[key]
+
+
+def _uniform_at(row_seeds, step: int, token_hashes):
+    """U(0,1) noise, float64, of each row seed at `step` and the tokens whose hashes are given:
+    `token_hashes` (vocab,) for every token of every row, or (rows, m) for m tokens of each row."""
+    import torch
+
+    step_h = _mix32(torch.tensor(step * 0x9E3779B1 & _M32, device=row_seeds.device))
+    row = _mix32((row_seeds.to(torch.int64) ^ step_h) & _M32)[:, None]
+    x = _mix32(row ^ token_hashes)
+    x ^= (row * 0x27D4EB2F) & _M32
+    u = _mix32(x).to(torch.float64)
+    u += 0.5
+    u /= 4294967296.0
+    return u
 
 
 def hashed_uniform(row_seeds, step: int, vocab: int):
     """U(0,1) noise of shape (rows, vocab), a pure function of (row seed, step, token id)."""
+    return _uniform_at(row_seeds, step, _token_hashes(vocab, row_seeds.device))
+
+
+def _gumbel(u):
+    """-log(-log(u)), float64 (u is kept; one new tensor)."""
     import torch
 
-    dev = row_seeds.device
-    tokens = torch.arange(vocab, device=dev, dtype=torch.int64)
-    row = _mix32((row_seeds.to(torch.int64) ^ _mix32(torch.tensor(step * 0x9E3779B1 & _M32, device=dev))) & _M32)
-    tokh = _mix32((tokens * 0x85EBCA6B) & _M32)
-    x = _mix32(_mix32(row[:, None] ^ tokh[None, :]) ^ ((row[:, None] * 0x27D4EB2F) & _M32))
-    return (x.to(torch.float64) + 0.5) / 4294967296.0
+    g = torch.log(u)
+    g.neg_()
+    g = torch.log_(g)
+    return g.neg_()
 
 
 def top_p_drop(logits, top_p: float, k: int = 64):
@@ -110,25 +148,45 @@ def top_p_drop(logits, top_p: float, k: int = 64):
     drop = torch.ones_like(probs, dtype=torch.bool)
     rest = torch.arange(probs.shape[0], device=probs.device)  # the rows that need the full sort
     if k < probs.shape[-1]:
-        top, idx = torch.topk(probs, k, dim=-1)
-        top = top.double()
-        before = top.cumsum(-1) - top
-        inside = before[:, -1] >= top_p  # the k-th token is dropped: the nucleus lies in the top k
-        drop[inside] = drop[inside].scatter(-1, idx[inside], before[inside] >= top_p)
+        inside, idx, dropped = _nucleus_in_top_k(probs, top_p, k)
+        drop[inside] = drop[inside].scatter(-1, idx, dropped)
         rest = rest[~inside]
     if len(rest):
-        top, idx = torch.sort(probs[rest], descending=True, dim=-1)
-        top = top.double()
-        before = top.cumsum(-1) - top
-        drop[rest] = drop[rest].scatter(-1, idx, before >= top_p)
+        drop[rest] = _full_sort_drop(probs[rest], top_p)
     return drop
+
+
+def _nucleus_in_top_k(probs, top_p: float, k: int):
+    """top_p_drop's shortcut: the rows whose nucleus lies in their k most likely tokens (a bool mask),
+    and for those rows the top k's token ids and whether each is dropped (both (rows inside, k))."""
+    import torch
+
+    top, idx = torch.topk(probs, k, dim=-1)
+    top = top.double()
+    before = top.cumsum(-1) - top
+    inside = before[:, -1] >= top_p  # the k-th token is dropped: the nucleus lies in the top k
+    return inside, idx[inside], before[inside] >= top_p
+
+
+def _full_sort_drop(probs, top_p: float):
+    import torch
+
+    top, idx = torch.sort(probs, descending=True, dim=-1)
+    top = top.double()
+    before = top.cumsum(-1) - top
+    return torch.ones_like(probs, dtype=torch.bool).scatter(-1, idx, before >= top_p)
 
 
 class GumbelSampler:
     """Logits processor turning greedy decoding into seeded sampling (temperature + top-p).
 
     argmax(logits / T + Gumbel noise) is a sample from softmax(logits / T); the noise of row r
-    at generation step t is hashed from (row_seeds[r], t), so it is independent of batching."""
+    at generation step t is hashed from (row_seeds[r], t), so it is independent of batching.
+    Its output is float32(float64(logits / T) + noise) for the tokens top-k and top-p keep, -inf for
+    the rest. Rows whose nucleus lies in the top_p_drop shortcut's top k hash the noise of those k
+    tokens only: the same values at the same tokens as hashing the whole vocabulary."""
+
+    NUCLEUS_K = 64  # top_p_drop's default k
 
     def __init__(self, row_seeds: Sequence[int], prompt_len: int, temperature: float = 1.0, top_p: float = 1.0,
                  top_k: int = 0):
@@ -145,11 +203,33 @@ class GumbelSampler:
         if 0 < self.top_k < logits.shape[-1]:
             kth = torch.topk(logits, self.top_k, dim=-1).values[..., -1:]
             logits = logits.masked_fill(logits < kth, float("-inf"))
-        if self.top_p < 1.0:
-            logits = logits.masked_fill(top_p_drop(logits, self.top_p), float("-inf"))
-        u = hashed_uniform(self.row_seeds.to(logits.device), step, logits.shape[-1])
-        gumbel = -torch.log(-torch.log(u))
-        return (logits.double() + gumbel).to(torch.float32)
+        seeds = self.row_seeds.to(logits.device)
+        hashes = _token_hashes(logits.shape[-1], logits.device)
+        if self.top_p >= 1.0:
+            return self._noisy(logits, seeds, step, hashes)
+        probs = torch.softmax(logits, dim=-1)
+        out = torch.full_like(logits, float("-inf"))
+        rest = torch.arange(logits.shape[0], device=logits.device)
+        if self.NUCLEUS_K < logits.shape[-1]:
+            inside, idx, dropped = _nucleus_in_top_k(probs, self.top_p, self.NUCLEUS_K)
+            if len(idx):
+                vals = logits[inside].gather(-1, idx).double()
+                vals += _gumbel(_uniform_at(seeds[inside], step, hashes[idx]))
+                vals = vals.to(torch.float32).masked_fill(dropped, float("-inf"))
+                out[inside] = out[inside].scatter(-1, idx, vals)
+            rest = rest[~inside]
+        if len(rest):
+            kept = logits[rest].masked_fill(_full_sort_drop(probs[rest], self.top_p), float("-inf"))
+            out[rest] = self._noisy(kept, seeds[rest], step, hashes)
+        return out
+
+    @staticmethod
+    def _noisy(logits, seeds, step: int, hashes):
+        import torch
+
+        vals = logits.double()
+        vals += _gumbel(_uniform_at(seeds, step, hashes))
+        return vals.to(torch.float32)
 
 
 def generate_answers(model, tokenizer, prompts: Sequence[dict], n: int = 1, temperature: float = 1.0,
