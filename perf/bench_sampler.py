@@ -12,7 +12,7 @@ Arms:
   noise of every token hashed out of place, top_p_drop's mask, float64 sums, float32 out;
 - sampler: GumbelSampler (the noise hashed in place, the token half of the hash cached, and for rows
   whose nucleus lies in the top 64 the noise of those 64 tokens only).
-Time: CPU of the main thread (`time.thread_time`) per decode step, the median over rounds, each
+Time: CPU of the main thread (`time.thread_time`) per decode step, the median (and range) over rounds, each
 step's output freed before the next (as in `generate`). Before the timing, every step's two outputs
 must be equal element for element (torch.equal), else the script stops.
 """
@@ -74,8 +74,10 @@ def main() -> None:
                     for s in range(args.steps):
                         run(s)
                     times[arm].append((time.thread_time() - t0) / args.steps * 1000)
-            old, new = (statistics.median(times[a]) for a in ("whole vocabulary", "sampler"))
-            print(f"{kind:7s} top_p {top_p}: whole vocabulary {old:6.2f}  sampler {new:6.2f}  ratio {old / new:4.2f}"
+            (old, new), (lo_old, lo_new), (hi_old, hi_new) = (
+                [f(times[a]) for a in ("whole vocabulary", "sampler")] for f in (statistics.median, min, max))
+            print(f"{kind:7s} top_p {top_p}: whole vocabulary {old:6.2f} ({lo_old:.2f}-{hi_old:.2f})"
+                  f"  sampler {new:6.2f} ({lo_new:.2f}-{hi_new:.2f})  ratio of medians {old / new:4.2f}"
                   "  (outputs equal)")
 
 
