@@ -134,7 +134,11 @@ def _gumbel(u):
     return g.neg_()
 
 
-def top_p_drop(logits, top_p: float, k: int = 64):
+# how many of a row's most likely tokens top_p_drop (and the sampler) try before sorting the whole row
+NUCLEUS_K = 64
+
+
+def top_p_drop(logits, top_p: float, k: int = NUCLEUS_K):
     """The tokens outside the nucleus: in order of falling probability, a token is dropped once the
     probability before it reaches `top_p` (the first token is always kept). Rows whose nucleus ends
     within their `k` most likely tokens need only those (`torch.topk`); the rest sort the whole
@@ -186,8 +190,6 @@ class GumbelSampler:
     the rest. Rows whose nucleus lies in the top_p_drop shortcut's top k hash the noise of those k
     tokens only: the same values at the same tokens as hashing the whole vocabulary."""
 
-    NUCLEUS_K = 64  # top_p_drop's default k
-
     def __init__(self, row_seeds: Sequence[int], prompt_len: int, temperature: float = 1.0, top_p: float = 1.0,
                  top_k: int = 0):
         import torch
@@ -210,8 +212,8 @@ class GumbelSampler:
         probs = torch.softmax(logits, dim=-1)
         out = torch.full_like(logits, float("-inf"))
         rest = torch.arange(logits.shape[0], device=logits.device)
-        if self.NUCLEUS_K < logits.shape[-1]:
-            inside, idx, dropped = _nucleus_in_top_k(probs, self.top_p, self.NUCLEUS_K)
+        if NUCLEUS_K < logits.shape[-1]:
+            inside, idx, dropped = _nucleus_in_top_k(probs, self.top_p, NUCLEUS_K)
             if len(idx):
                 vals = logits[inside].gather(-1, idx).double()
                 vals += _gumbel(_uniform_at(seeds[inside], step, hashes[idx]))
